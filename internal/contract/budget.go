@@ -1,0 +1,290 @@
+package contract
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/units"
+)
+
+// Budget rule ids.
+const (
+	RuleFeedOverload    = "BUDGET001"
+	RuleRedundancy      = "BUDGET002"
+	RuleBlockRating     = "BUDGET003"
+	RulePDU             = "BUDGET004"
+	RuleCoolingCapacity = "BUDGET005"
+	RuleFlow            = "BUDGET006"
+	RuleUPS             = "BUDGET007"
+)
+
+// Derating is the share of a breaker's rating that may carry continuous load.
+const Derating = 0.8
+
+// Budgets is the site's power and thermal budget.
+type Budgets struct {
+	Feeds  []FeedBudget
+	Blocks []BlockBudget
+	PDUs   []PDUBudget
+	Loops  []LoopBudget
+}
+
+// FeedBudget is one feed: its load in normal operation and with the worst
+// other feed of its block lost, against its breaker after derating.
+type FeedBudget struct {
+	Feed     *Feed
+	Load     float64 // kW, all feeds healthy
+	LoadLost float64 // kW, worst case with one other feed lost
+	LostFeed string  // the feed whose loss is worst
+	Limit    float64 // kW: √3·V·I·PF × 80 %
+	Dropped  []string
+}
+
+// Headroom is the limit less the load that redundancy says must fit.
+func (f FeedBudget) Headroom() float64 { return f.Limit - f.Design() }
+
+// Design is the load the feed must carry: with one feed lost when the
+// block is redundant.
+func (f FeedBudget) Design() float64 {
+	if f.Feed.Block.Redundancy == "N" {
+		return f.Load
+	}
+	return f.LoadLost
+}
+
+// BlockBudget is a power block's total load against its rating.
+type BlockBudget struct {
+	Block *Block
+	Load  float64
+}
+
+// PDUBudget is a rack PDU: the rack's load on it with the rack's other
+// PDUs lost, against its breaker after derating.
+type PDUBudget struct {
+	PDU      *PDU
+	Rack     *Rack
+	LoadLost float64
+	Limit    float64
+}
+
+// LoopBudget is a cooling loop's heat against capacity and flow.
+type LoopBudget struct {
+	Loop         *Loop
+	Heat         float64 // kW to liquid
+	Capacity     float64 // kW, all CDUs
+	CapacityLost float64 // kW, with the largest CDU lost (per the loop's redundancy)
+	FlowNeeded   float64 // L/min for Heat at the design ΔT
+	Flow         float64 // L/min, all pumps
+	FlowLost     float64 // L/min, with the largest pump lost (per pump redundancy)
+}
+
+// BTUh is the heat in BTU/h.
+func (l LoopBudget) BTUh() float64 { return l.Heat * units.BTUPerHourPerKW }
+
+// Tons is the heat in tons of refrigeration.
+func (l LoopBudget) Tons() float64 { return l.Heat / units.KWPerTon }
+
+// Budget computes the budgets from the inventory.
+func Budget(c *Contracts) Budgets {
+	var out Budgets
+	racksOnFeed := map[string][]*Rack{}
+	var racks []*Rack
+	for _, m := range c.Site.Modules {
+		for _, r := range m.Racks {
+			racks = append(racks, r)
+			for _, p := range r.PDUs {
+				racksOnFeed[p.Feed.To] = append(racksOnFeed[p.Feed.To], r)
+			}
+		}
+	}
+	for _, m := range c.Site.Modules {
+		for _, b := range m.Blocks {
+			out.Blocks = append(out.Blocks, BlockBudget{Block: b, Load: blockLoad(b, racks)})
+			for _, f := range b.Feeds {
+				out.Feeds = append(out.Feeds, feedBudget(f, racks))
+			}
+		}
+		for _, l := range m.Loops {
+			out.Loops = append(out.Loops, loopBudget(l, racks))
+		}
+	}
+	feeds := map[string]*Feed{}
+	for _, fb := range out.Feeds {
+		feeds[fb.Feed.ID] = fb.Feed
+	}
+	for _, r := range racks {
+		for _, p := range r.PDUs {
+			out.PDUs = append(out.PDUs, pduBudget(r, p, feeds[p.Feed.To]))
+		}
+	}
+	return out
+}
+
+func feedLimit(breaker Q, volts float64, pf float64) float64 {
+	return units.ThreePhaseKW(volts, breaker.Canon, pf) * Derating
+}
+
+// share is a rack's load on one of its PDUs when the PDUs on the lost
+// feed are down; ok is false when every PDU is down.
+func share(r *Rack, lost string) (float64, bool) {
+	live := 0
+	for _, p := range r.PDUs {
+		if p.Feed.To != lost {
+			live++
+		}
+	}
+	if live == 0 {
+		return 0, false
+	}
+	return r.DesignPower.Canon / float64(live), true
+}
+
+func feedBudget(f *Feed, racks []*Rack) FeedBudget {
+	fb := FeedBudget{Feed: f, Limit: feedLimit(f.Breaker, f.Block.Voltage.Canon, f.Block.PowerFactor)}
+	load := func(lost string) float64 {
+		total := 0.0
+		for _, r := range racks {
+			s, ok := share(r, lost)
+			if !ok {
+				continue
+			}
+			for _, p := range r.PDUs {
+				if p.Feed.To == f.ID {
+					total += s
+				}
+			}
+		}
+		return total
+	}
+	fb.Load = load("")
+	fb.LoadLost = fb.Load
+	for _, other := range f.Block.Feeds {
+		if other == f {
+			continue
+		}
+		if l := load(other.ID); l > fb.LoadLost || fb.LostFeed == "" {
+			fb.LoadLost, fb.LostFeed = l, other.ID
+		}
+	}
+	for _, r := range racks {
+		if _, ok := share(r, f.ID); !ok && len(r.PDUs) > 0 {
+			fb.Dropped = append(fb.Dropped, r.ID)
+		}
+	}
+	return fb
+}
+
+func blockLoad(b *Block, racks []*Rack) float64 {
+	total := 0.0
+	for _, r := range racks {
+		for _, p := range r.PDUs {
+			if len(p.Feed.To) > len(b.ID) && p.Feed.To[:len(b.ID)+1] == b.ID+"/" {
+				total += r.DesignPower.Canon
+				break
+			}
+		}
+	}
+	return total
+}
+
+func pduBudget(r *Rack, p *PDU, f *Feed) PDUBudget {
+	pb := PDUBudget{PDU: p, Rack: r, LoadLost: r.DesignPower.Canon / float64(len(r.PDUs))}
+	if len(r.PDUs) > 1 {
+		pb.LoadLost = r.DesignPower.Canon / float64(len(r.PDUs)-1)
+	}
+	volts, pf := 0.0, 1.0
+	if p.Voltage.Set {
+		volts = p.Voltage.Canon
+	}
+	if f != nil {
+		pf = f.Block.PowerFactor
+		if volts == 0 {
+			volts = f.Block.Voltage.Canon
+		}
+	}
+	pb.Limit = feedLimit(p.Breaker, volts, pf)
+	return pb
+}
+
+func loopBudget(l *Loop, racks []*Rack) LoopBudget {
+	lb := LoopBudget{Loop: l}
+	for _, r := range racks {
+		if r.CooledBy.To == l.ID {
+			lb.Heat += r.DesignPower.Canon * r.LiquidShare()
+		}
+	}
+	largestCDU, largestPump := 0.0, 0.0
+	for _, cdu := range l.CDUs {
+		lb.Capacity += cdu.Capacity.Canon
+		largestCDU = math.Max(largestCDU, cdu.Capacity.Canon)
+		for _, p := range cdu.Pumps {
+			lb.Flow += p.Flow.Canon
+			if cdu.PumpRedundancy != "N" {
+				largestPump = math.Max(largestPump, p.Flow.Canon)
+			}
+		}
+	}
+	lb.CapacityLost = lb.Capacity
+	switch l.Redundancy {
+	case "N+1":
+		lb.CapacityLost -= largestCDU
+	case "2N":
+		lb.CapacityLost /= 2
+	}
+	lb.FlowLost = lb.Flow - largestPump
+	if l.DeltaT.Set && l.DeltaT.Canon > 0 {
+		lb.FlowNeeded = units.FlowFor(lb.Heat, l.DeltaT.Canon, l.Cp())
+	}
+	return lb
+}
+
+func checkBudget(b Budgets, diags *diag.List) {
+	for _, f := range b.Feeds {
+		path := f.Feed.Path
+		if !f.Feed.Breaker.Set || f.Limit == 0 {
+			continue
+		}
+		limitText := fmt.Sprintf("%s (breaker %s at %s, PF %g, derated to %d %%)", showPower(f.Limit), f.Feed.Breaker.Raw, f.Feed.Block.Voltage.Raw, f.Feed.Block.PowerFactor, int(Derating*100))
+		if f.Load > f.Limit {
+			diags.Errorf(RuleFeedOverload, f.Feed.Breaker.Pos, path, "%s: feed %s carries %s in normal operation, above its continuous limit %s", path, f.Feed.ID, showPower(f.Load), limitText).Hint = "use a larger breaker or move racks to another feed"
+		} else if f.Feed.Block.Redundancy != "N" && f.LoadLost > f.Limit {
+			diags.Errorf(RuleRedundancy, f.Feed.Breaker.Pos, path, "%s: %s redundancy lost: with feed %s down, feed %s must carry %s, above its continuous limit %s", path, f.Feed.Block.Redundancy, f.LostFeed, f.Feed.ID, showPower(f.LoadLost), limitText).Hint = "size each feed for the whole load, or declare the block N"
+		}
+		if u := f.Feed.UPS; u != nil && u.Rating.Set && u.Rating.Canon < f.Design() {
+			diags.Errorf(RuleUPS, u.Rating.Pos, path+".ups", "%s.ups: the UPS on feed %s is rated %s but must carry %s", path, f.Feed.ID, u.Rating.Raw, showPower(f.Design())).Hint = "size the UPS for the feed's design load"
+		}
+		if f.Feed.Block.Redundancy != "N" && len(f.Dropped) > 0 {
+			diags.Errorf(RuleRedundancy, f.Feed.Pos, path, "%s: %s redundancy lost: %d rack(s) have every PDU on feed %s and lose power with it (%s)", path, f.Feed.Block.Redundancy, len(f.Dropped), f.Feed.ID, strings.Join(f.Dropped, ", ")).Hint = "give each rack a PDU on another feed of the block"
+		}
+	}
+	for _, bb := range b.Blocks {
+		if bb.Block.Rating.Set && bb.Load > bb.Block.Rating.Canon {
+			diags.Errorf(RuleBlockRating, bb.Block.Rating.Pos, bb.Block.Path, "%s: block %s carries %s of rack design load, above its rating %s", bb.Block.Path, bb.Block.ID, showPower(bb.Load), bb.Block.Rating.Raw).Hint = "raise the block's rating or move racks to another block"
+		}
+	}
+	for _, p := range b.PDUs {
+		if p.PDU.Breaker.Set && p.Limit > 0 && p.LoadLost > p.Limit {
+			what := "with the rack's other PDU lost"
+			if len(p.Rack.PDUs) == 1 {
+				what = "as its only PDU"
+			}
+			diags.Errorf(RulePDU, p.PDU.Breaker.Pos, p.PDU.Path, "%s: rack %s puts %s on PDU %s %s, above its continuous limit %s (breaker %s, derated to %d %%)", p.PDU.Path, p.Rack.ID, showPower(p.LoadLost), p.PDU.ID, what, showPower(p.Limit), p.PDU.Breaker.Raw, int(Derating*100)).Hint = "use a larger PDU breaker or add PDUs"
+		}
+	}
+	for _, l := range b.Loops {
+		path := l.Loop.Path
+		if l.Heat > 0 && l.CapacityLost < l.Heat {
+			what := "with one CDU lost (" + l.Loop.Redundancy + ")"
+			if l.Loop.Redundancy == "N" {
+				what = "with every CDU running"
+			}
+			diags.Errorf(RuleCoolingCapacity, l.Loop.Pos, path, "%s: loop %s must remove %s but has %s %s", path, l.Loop.ID, showPower(l.Heat), showPower(l.CapacityLost), what).Hint = "add a CDU or larger CDUs, or move racks to another loop"
+		}
+		if l.FlowNeeded > 0 && l.FlowLost < l.FlowNeeded {
+			diags.Errorf(RuleFlow, l.Loop.DeltaT.Pos, path, "%s: loop %s needs %s to carry %s at ΔT %s (Q = ṁ·cp·ΔT, cp %g kJ/(kg·K)) but its pumps deliver %s with one pump lost", path, l.Loop.ID,
+				units.Format(math.Round(l.FlowNeeded), "L/min"), showPower(l.Heat), l.Loop.DeltaT.Raw, l.Loop.Cp(), units.Format(l.FlowLost, "L/min")).Hint = "add pump capacity or design for a larger ΔT"
+		}
+	}
+}

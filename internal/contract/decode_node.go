@@ -1,0 +1,178 @@
+package contract
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+
+	"github.com/seamdc/seam/internal/cueload"
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/units"
+)
+
+// Unit rule ids.
+const (
+	RuleNoUnit    = "UNIT001"
+	RuleBadUnit   = "UNIT002"
+	RuleDimension = "UNIT003"
+)
+
+// decoder reads cue values into the model, reporting unit problems.
+type decoder struct {
+	r     *cueload.Result
+	diags diag.List
+}
+
+// node is a value and its contract path.
+type node struct {
+	d    *decoder
+	v    cue.Value
+	path string
+	name string // the label it was found under
+}
+
+func (n node) at(label string) node {
+	return node{d: n.d, v: n.v.LookupPath(cue.MakePath(cue.Str(label))), path: n.path + "." + quoteLabel(label), name: label}
+}
+
+func quoteLabel(l string) string {
+	if strings.ContainsAny(l, "-/. ") {
+		return `"` + l + `"`
+	}
+	return l
+}
+
+func (n node) exists() bool { return n.v.Exists() }
+
+func (n node) pos() diag.Pos { return n.d.r.UserPos(n.v) }
+
+// str returns a concrete string field, or "".
+func (n node) str(label string) string {
+	s, _ := n.at(label).v.String()
+	return s
+}
+
+func (n node) ref(label string) Ref {
+	c := n.at(label)
+	s, _ := c.v.String()
+	return Ref{To: s, Pos: c.pos()}
+}
+
+func (n node) refs(label string) []Ref {
+	var out []Ref
+	it, err := n.at(label).v.List()
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		s, _ := it.Value().String()
+		out = append(out, Ref{To: s, Pos: n.d.r.UserPos(it.Value())})
+	}
+	return out
+}
+
+func (n node) boolp(label string) *bool {
+	c := n.at(label)
+	if !c.exists() {
+		return nil
+	}
+	b, err := c.v.Bool()
+	if err != nil {
+		return nil
+	}
+	return &b
+}
+
+func (n node) int(label string) int {
+	i, _ := n.at(label).v.Int64()
+	return int(i)
+}
+
+func (n node) float(label string) float64 {
+	f, _ := n.at(label).v.Float64()
+	return f
+}
+
+// entries returns the fields of a struct field, sorted by label.
+func (n node) entries(label string) []node {
+	c := n.at(label)
+	if !c.exists() {
+		return nil
+	}
+	return c.fields()
+}
+
+func (n node) fields() []node {
+	it, err := n.v.Fields()
+	if err != nil {
+		return nil
+	}
+	var out []node
+	for it.Next() {
+		l := it.Selector().Unquoted()
+		out = append(out, node{d: n.d, v: it.Value(), path: n.path + "." + quoteLabel(l), name: l})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// q reads a quantity and checks that its dimension is one of dims.
+func (n node) q(label string, dims ...units.Dimension) Q {
+	c := n.at(label)
+	if !c.exists() {
+		return Q{}
+	}
+	pos := c.pos()
+	if c.v.IncompleteKind() == cue.NumberKind || c.v.IncompleteKind() == cue.IntKind || c.v.IncompleteKind() == cue.FloatKind {
+		num, _ := c.v.MarshalJSON()
+		c.d.diags.Add(diag.Diagnostic{Rule: RuleNoUnit, Severity: diag.Error, Pos: pos, Path: c.path,
+			Message: fmt.Sprintf("%s: %s has no unit", c.path, num),
+			Hint:    fmt.Sprintf("write it as a string with a unit, such as \"%s %s\"", num, units.Canonical(dims[0]))})
+		return Q{}
+	}
+	raw, err := c.v.String()
+	if err != nil {
+		return Q{}
+	}
+	qty, err := units.Parse(raw)
+	if err != nil {
+		rule := RuleBadUnit
+		var missing *units.MissingUnitError
+		if errors.As(err, &missing) {
+			rule = RuleNoUnit
+		}
+		c.d.diags.Add(diag.Diagnostic{Rule: rule, Severity: diag.Error, Pos: pos, Path: c.path,
+			Message: fmt.Sprintf("%s: %v", c.path, err), Hint: unitHint(dims)})
+		return Q{}
+	}
+	for _, d := range dims {
+		if qty.Dim == d {
+			return Q{Quantity: qty, Set: true, Raw: raw, Pos: pos}
+		}
+	}
+	c.d.diags.Add(diag.Diagnostic{Rule: RuleDimension, Severity: diag.Error, Pos: pos, Path: c.path,
+		Message: fmt.Sprintf("%s: %q is a %s, but %s is expected here", c.path, raw, dimName(qty.Dim), dimList(dims)),
+		Hint:    unitHint(dims)})
+	return Q{}
+}
+
+func dimName(d units.Dimension) string { return strings.ReplaceAll(string(d), "_", " ") }
+
+func dimList(dims []units.Dimension) string {
+	var names []string
+	for _, d := range dims {
+		names = append(names, "a "+dimName(d))
+	}
+	return strings.Join(names, " or ")
+}
+
+func unitHint(dims []units.Dimension) string {
+	var parts []string
+	for _, d := range dims {
+		parts = append(parts, fmt.Sprintf("%s: %s", dimName(d), strings.Join(units.UnitsOf(d), ", ")))
+	}
+	return "use a unit of " + strings.Join(parts, "; ")
+}

@@ -1,0 +1,168 @@
+package contract
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+
+	"github.com/seamdc/seam/contracts/schema"
+	"github.com/seamdc/seam/internal/cueload"
+	"github.com/seamdc/seam/internal/diag"
+)
+
+// Rules describes every rule id that vet can report.
+var Rules = map[string]string{
+	cueload.RuleEmpty:      "the directory holds no .cue files",
+	cueload.RuleSyntax:     "a file does not parse as CUE",
+	cueload.RuleModule:     "cue.mod/module.cue is wrong, e.g. a language version newer than this tool",
+	cueload.RulePackage:    "files declare different packages, or none",
+	cueload.RuleSchema:     "a value conflicts with the contract schema",
+	cueload.RuleRequired:   "a required field is missing",
+	cueload.RuleNotAllowed: "a field the schema does not know",
+	RuleNoUnit:             "a quantity without a unit",
+	RuleBadUnit:            "a unit outside the closed unit table, or a malformed quantity",
+	RuleDimension:          "a quantity of the wrong dimension",
+	RuleUnknownModule:      "a reference to a module that does not exist",
+	RuleUnknownChannel:     "a reference to a channel the boundary does not declare",
+	RuleUnknownElement:     "a reference to an inventory element that does not exist",
+	RuleChannelKind:        "a channel of the wrong quantity for its use",
+	RuleUnknownClause:      "settle_into names a steady clause that does not exist",
+	RuleUnknownShared:      "depends_on names a shared dependency that does not exist",
+	RuleDuplicate:          "an id or channel declared twice",
+	RuleKind:               "content or medium that does not fit the module kind",
+	RuleBand:               "a band that cannot be read: tolerance without nominal, min above max",
+	RuleOneSided:           "a clause stated by one side only: the joint cannot be checked",
+	RuleIncomplete:         "a boundary without a clause of some kind",
+	RuleExcitation:         "an excitation that cannot be run: low above high, a square wave without period",
+	RuleSteadyGap:          "the supplier's guaranteed band is not inside the consumer's required band",
+	RuleStepGap:            "the consumer's load step exceeds what the supplier withstands",
+	RuleRateGap:            "the consumer's edge rate exceeds what the supplier withstands",
+	RulePeriodGap:          "the consumer's square-wave period is shorter than the supplier allows",
+	RuleDeviationGap:       "the supplier's transient deviation exceeds what the consumer tolerates",
+	RuleRecoveryGap:        "the supplier recovers later than the consumer requires",
+	RuleMaskGap:            "the supplier's guaranteed response leaves the consumer's mask (e.g. ITIC)",
+	RuleInterruptionGap:    "the supplier may interrupt, or rides through for less than required",
+	RuleDegradedGap:        "the degraded band or its duration exceeds what the consumer accepts",
+	RuleAlarmGap:           "an alarm that is missing, different, late, or a recovery that is too slow",
+	RuleFeedOverload:       "feed load above breaker rating x 80 % continuous derating",
+	RuleRedundancy:         "the load no longer fits with one unit lost (N+1, 2N)",
+	RuleBlockRating:        "a block's load above its rating",
+	RulePDU:                "a rack that does not fit on its PDUs with one lost",
+	RuleCoolingCapacity:    "loop heat above CDU capacity with one CDU lost",
+	RuleFlow:               "pump flow with one pump lost below the flow the heat load needs",
+	RuleUPS:                "a UPS rated below the load it must carry",
+	RuleShared:             "modules in separate failure domains that depend on one shared thing",
+}
+
+// Load reads and decodes a contract directory. The diagnostics cover
+// loading, schema and units; a nil Contracts means nothing could be
+// decoded.
+func Load(dir string) (*Contracts, diag.List, error) {
+	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: schema.ImportPath, Files: schema.Files(), Bind: schema.Bind})
+	if err != nil || diags.Count(diag.Error) > 0 {
+		return nil, diags, err
+	}
+	diags = append(diags, r.Validate(contractUnits(r)...)...)
+	c, ud := decode(r)
+	return c, append(diags, ud...), nil
+}
+
+// contractUnits lists the contract units validated on their own: each module,
+// each shared dependency and load bank, the site's own fields, and each
+// boundary.
+func contractUnits(r *cueload.Result) []cue.Path {
+	var paths []cue.Path
+	add := func(sel ...cue.Selector) { paths = append(paths, cue.MakePath(sel...)) }
+	site := r.Value.LookupPath(cue.ParsePath("site"))
+	for _, group := range []string{"modules", "shared", "loadbanks"} {
+		for _, l := range labels(site.LookupPath(cue.ParsePath(group))) {
+			add(cue.Str("site"), cue.Str(group), cue.Str(l))
+		}
+	}
+	add(cue.Str("site"))
+	for _, l := range labels(r.Value.LookupPath(cue.ParsePath("boundaries"))) {
+		add(cue.Str("boundaries"), cue.Str(l))
+	}
+	add(cue.Str("boundaries"))
+	return paths
+}
+
+func labels(v cue.Value) []string {
+	it, err := v.Fields()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for it.Next() {
+		out = append(out, it.Selector().Unquoted())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Vet loads dir and runs every check. Schema and unit errors do not stop
+// the checks that can still run: one error never hides another.
+func Vet(dir string) (*Contracts, diag.List, error) {
+	c, diags, err := Load(dir)
+	if err != nil || c == nil {
+		return c, diags.Sorted(), err
+	}
+	diags = append(diags, withoutCascades(Check(c), diags)...)
+	return c, diags.Sorted(), nil
+}
+
+// withoutCascades drops model findings inside a value that already has a
+// schema or unit error: a misspelt field should be reported once, not
+// again as the band it left incomplete.
+func withoutCascades(found, first diag.List) diag.List {
+	var broken []string
+	for _, d := range first {
+		if d.Path == "" {
+			continue
+		}
+		parent := d.Path
+		if i := strings.LastIndex(parent, "."); i > 0 {
+			parent = parent[:i]
+		}
+		broken = append(broken, parent)
+	}
+	var out diag.List
+	for _, d := range found {
+		cascade := false
+		for _, p := range broken {
+			if d.Path == p || strings.HasPrefix(d.Path, p+".") {
+				cascade = true
+				break
+			}
+		}
+		if !cascade {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Check runs the model checks: references, clauses, joints, budgets and
+// shared dependencies.
+func Check(c *Contracts) diag.List {
+	var diags diag.List
+	idx := newIndex(c)
+	checkRefs(c, idx, &diags)
+	for _, b := range c.Boundaries {
+		checkClauses(c, b, &diags)
+		checkJoint(c, b, &diags)
+	}
+	checkBudget(Budget(c), &diags)
+	checkShared(c, idx, &diags)
+	return diags
+}
+
+// where names a position for a message: "file:line".
+func where(p diag.Pos) string {
+	if !p.IsValid() {
+		return "?"
+	}
+	return fmt.Sprintf("%s:%d", p.File, p.Line)
+}

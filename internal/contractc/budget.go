@@ -1,0 +1,99 @@
+package contractc
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/units"
+)
+
+func runBudget(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("DIR", flag.ContinueOnError)
+	pos, err := cli.Parse(fs, args)
+	if err == nil && len(pos) != 1 {
+		err = cli.Usagef("want one contract directory, got %d arguments", len(pos))
+	}
+	if err != nil {
+		return fail(stderr, "budget", fs, err)
+	}
+	c, diags, err := contract.Load(pos[0])
+	if err != nil {
+		return fail(stderr, "budget", fs, err)
+	}
+	if c == nil || diags.Count(diag.Error) > 0 {
+		diag.Text(stderr, diags.Sorted())
+		return cli.ExitFindings
+	}
+	b := contract.Budget(c)
+	writeBudget(stdout, b)
+	var findings diag.List
+	for _, d := range contract.Check(c) {
+		if len(d.Rule) > 6 && d.Rule[:6] == "BUDGET" {
+			findings = append(findings, d)
+		}
+	}
+	if len(findings) > 0 {
+		fmt.Fprintln(stdout)
+		diag.Text(stdout, findings.Sorted())
+		return cli.ExitFindings
+	}
+	return cli.ExitOK
+}
+
+func kw(v float64) string { return units.Format(round1(v), "kW") }
+
+func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+
+func status(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "OVER"
+}
+
+func writeBudget(w io.Writer, b contract.Budgets) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POWER: feeds (continuous limit = √3·V·I·PF × 80 %)")
+	fmt.Fprintln(tw, "feed\tredundancy\tload\tload, one feed lost\tlimit\theadroom\tstatus")
+	for _, f := range b.Feeds {
+		lost := "-"
+		if f.Feed.Block.Redundancy != "N" {
+			lost = kw(f.LoadLost) + " (" + f.LostFeed + " lost)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Feed.ID, f.Feed.Block.Redundancy, kw(f.Load), lost, kw(f.Limit), kw(f.Headroom()), status(f.Headroom() >= 0 && len(f.Dropped) == 0))
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "POWER: blocks")
+	fmt.Fprintln(tw, "block\tload\trating\theadroom\tstatus")
+	for _, bb := range b.Blocks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", bb.Block.ID, kw(bb.Load), kw(bb.Block.Rating.Canon), kw(bb.Block.Rating.Canon-bb.Load), status(bb.Load <= bb.Block.Rating.Canon))
+	}
+	worst := worstPDU(b.PDUs)
+	if worst != nil {
+		fmt.Fprintf(tw, "\nrack PDUs: %d, tightest %s: %s with the rack's other PDU lost, limit %s, headroom %s\n", len(b.PDUs), worst.PDU.ID, kw(worst.LoadLost), kw(worst.Limit), kw(worst.Limit-worst.LoadLost))
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "COOLING: loops (flow from Q = ṁ·cp·ΔT)")
+	fmt.Fprintln(tw, "loop\theat\tBTU/h\ttons\tcapacity, one CDU lost\tflow needed\tflow, one pump lost\tstatus")
+	for _, l := range b.Loops {
+		ok := l.CapacityLost >= l.Heat && l.FlowLost >= l.FlowNeeded
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\n", l.Loop.ID, kw(l.Heat), l.BTUh(), l.Tons(), kw(l.CapacityLost),
+			units.Format(float64(int(l.FlowNeeded+0.5)), "L/min"), units.Format(l.FlowLost, "L/min"), status(ok))
+	}
+	tw.Flush()
+}
+
+func worstPDU(pdus []contract.PDUBudget) *contract.PDUBudget {
+	var worst *contract.PDUBudget
+	for i := range pdus {
+		if worst == nil || pdus[i].Limit-pdus[i].LoadLost < worst.Limit-worst.LoadLost {
+			worst = &pdus[i]
+		}
+	}
+	return worst
+}

@@ -1,0 +1,370 @@
+// Package cueload loads a directory of CUE files with seam's schema bound
+// into it, and turns CUE's errors into positioned diagnostics that point
+// at the user's files, never at the embedded schema.
+package cueload
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+
+	"github.com/seamdc/seam/internal/diag"
+)
+
+// Rule ids for problems found while loading.
+const (
+	RuleEmpty      = "LOAD001" // no CUE files
+	RuleSyntax     = "LOAD002" // a file does not parse
+	RuleModule     = "LOAD003" // cue.mod is wrong: language version, module path
+	RulePackage    = "LOAD004" // files of different packages, or none
+	RuleSchema     = "SCHEMA001"
+	RuleRequired   = "SCHEMA002"
+	RuleNotAllowed = "SCHEMA003"
+)
+
+// Config says what to bind: Files are embedded CUE files overlaid at
+// ImportPath inside cue.mod/gen, and Bind is CUE source (without a
+// package clause) added to the user's package, such as
+// `site: schema.#Site`.
+type Config struct {
+	ImportPath string            // e.g. "seam.dev/schema"
+	Files      map[string][]byte // file name → content of the embedded package
+	Bind       string
+}
+
+// bindFile is the name of the overlaid binding file; it never appears in
+// a diagnostic.
+const bindFile = "zz_seam_bind.cue"
+
+// Result is a loaded directory.
+type Result struct {
+	Dir   string    // absolute
+	Root  string    // module root, absolute
+	Value cue.Value // the built package; valid only when Diags has no LOAD error
+	Files []string  // the user's .cue files, relative to Dir
+	Ctx   *cue.Context
+}
+
+// Load reads dir. It returns a load result and the diagnostics found
+// while parsing and building; a non-nil error is a tool failure (an
+// unreadable directory), not a problem with the contracts.
+func Load(dir string, cfg Config) (*Result, diag.List, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("contract directory: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	r := &Result{Dir: abs, Ctx: cuecontext.New()}
+	var diags diag.List
+	r.Files, err = cueFiles(abs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(r.Files) == 0 {
+		diags.Errorf(RuleEmpty, diag.Pos{File: dir}, "", "no .cue files in %s", dir).Hint =
+			"point contractc at a directory of contracts, such as contracts/examples/threemodule"
+		return r, diags, nil
+	}
+	pkg, pd := packageName(abs, r.Files)
+	if len(pd) > 0 {
+		return r, pd, nil
+	}
+	r.Root = moduleRoot(abs)
+	overlay := map[string]load.Source{}
+	if r.Root == "" {
+		r.Root = abs
+		overlay[filepath.Join(abs, "cue.mod", "module.cue")] = load.FromString("module: \"seam.local/contracts@v0\"\nlanguage: version: \"v0.17.1\"\n")
+	}
+	for name, b := range cfg.Files {
+		overlay[filepath.Join(r.Root, "cue.mod", "gen", cfg.ImportPath, name)] = load.FromBytes(b)
+	}
+	if cfg.Bind != "" {
+		overlay[filepath.Join(abs, bindFile)] = load.FromString("package " + pkg + "\n\n" + cfg.Bind)
+	}
+	lc := &load.Config{Dir: abs, ModuleRoot: r.Root, Package: pkg, Overlay: overlay, Env: []string{"CUE_REGISTRY=none"}}
+	insts := load.Instances([]string{"."}, lc)
+	if len(insts) != 1 {
+		return nil, nil, fmt.Errorf("loading %s: %d instances", dir, len(insts))
+	}
+	if err := insts[0].Err; err != nil {
+		return r, r.Diagnostics(err, loadRule(err)), nil
+	}
+	r.Value = r.Ctx.BuildInstance(insts[0])
+	return r, nil, nil
+}
+
+func loadRule(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "language version") || strings.Contains(msg, "module.cue") || strings.Contains(msg, "cue.mod"):
+		return RuleModule
+	case strings.Contains(msg, "package"):
+		return RulePackage
+	}
+	return RuleSyntax
+}
+
+// cueFiles lists the .cue files directly in dir (not in cue.mod).
+func cueFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".cue") {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// moduleRoot walks up from dir to the directory holding cue.mod.
+func moduleRoot(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "cue.mod", "module.cue")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// packageName reads the package clauses; all files must agree.
+func packageName(dir string, files []string) (string, diag.List) {
+	var diags diag.List
+	names := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			diags.Errorf(RuleSyntax, diag.Pos{File: f}, "", "cannot read: %v", err)
+			continue
+		}
+		file, err := parser.ParseFile(f, b, parser.PackageClauseOnly)
+		if err != nil {
+			for _, e := range cueerrors.Errors(err) {
+				diags.Add(diag.Diagnostic{Rule: RuleSyntax, Severity: diag.Error, Pos: relPos(dir, firstPos(e, dir)), Message: e.Error()})
+			}
+			continue
+		}
+		name := file.PackageName()
+		if name == "" {
+			diags.Errorf(RulePackage, diag.Pos{File: f, Line: 1, Col: 1}, "", "%s has no package clause", f).Hint = "start every contract file with the same `package` line, such as `package site`"
+			continue
+		}
+		names[name] = f
+	}
+	if len(diags) > 0 {
+		return "", diags
+	}
+	if len(names) > 1 {
+		var list []string
+		for n, f := range names {
+			list = append(list, fmt.Sprintf("%s (%s)", n, f))
+		}
+		sort.Strings(list)
+		diags.Errorf(RulePackage, diag.Pos{File: names[firstKey(names)], Line: 1, Col: 1}, "", "files declare different packages: %s", strings.Join(list, ", ")).Hint = "use one package name in every file of the directory"
+		return "", diags
+	}
+	return firstKey(names), nil
+}
+
+func firstKey(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys[0]
+}
+
+// Diagnostics converts a CUE error into diagnostics, one per error, each at
+// the user's position of the value it concerns. rule "" picks one from the
+// message. The alternatives of an empty disjunction become one message.
+func (r *Result) Diagnostics(err error, rule string) diag.List {
+	var out diag.List
+	alternatives := map[string][]string{} // path → allowed values
+	got := map[string]string{}            // path → the user's value
+	for _, e := range cueerrors.Errors(err) {
+		format, args := e.Msg()
+		msg := fmt.Sprintf(format, args...)
+		path := strings.Join(e.Path(), ".")
+		if strings.HasSuffix(msg, "errors in empty disjunction:") {
+			alternatives[path] = []string{}
+			continue
+		}
+		if _, ok := alternatives[path]; ok && format == "conflicting values %s and %s" && len(args) == 2 {
+			alternatives[path] = append(alternatives[path], fmt.Sprint(args[0]))
+			got[path] = fmt.Sprint(args[1])
+			if len(alternatives[path]) > 1 {
+				continue
+			}
+		}
+		d := diag.Diagnostic{Rule: rule, Severity: diag.Error, Message: msg, Path: path}
+		if d.Rule == "" {
+			d.Rule, d.Hint = classify(msg)
+		}
+		d.Pos = r.errPos(e)
+		out = append(out, d)
+	}
+	for i, d := range out {
+		if alts, ok := alternatives[d.Path]; ok && len(alts) > 1 {
+			sort.Strings(alts)
+			out[i].Message = fmt.Sprintf("%s is not allowed here: want one of %s", got[d.Path], strings.Join(alts, ", "))
+		}
+		if out[i].Path != "" {
+			out[i].Message = out[i].Path + ": " + out[i].Message
+		}
+	}
+	return out
+}
+
+// errPos finds where the user wrote the value an error concerns: the
+// value at the error's path, or the nearest enclosing one that the user
+// wrote, or else the error's first position in a user file.
+func (r *Result) errPos(e cueerrors.Error) diag.Pos {
+	if r.Value.Exists() {
+		sels := e.Path()
+		for n := len(sels); n > 0; n-- {
+			v := r.Value.LookupPath(cue.MakePath(selectors(sels[:n])...))
+			if p := r.UserPos(v); p.IsValid() {
+				return p
+			}
+		}
+	}
+	return relPos(r.Dir, firstPos(e, r.Dir))
+}
+
+func selectors(labels []string) []cue.Selector {
+	out := make([]cue.Selector, len(labels))
+	for i, l := range labels {
+		out[i] = cue.Str(strings.Trim(l, `"`))
+		if strings.HasPrefix(l, "#") {
+			out[i] = cue.Def(l)
+		}
+	}
+	return out
+}
+
+// UserPos returns where the user wrote v: v's own position if it is in a
+// user file, else the first user-written conjunct's.
+func (r *Result) UserPos(v cue.Value) diag.Pos {
+	return r.userPosDepth(v, 0)
+}
+
+func (r *Result) userPosDepth(v cue.Value, depth int) diag.Pos {
+	if p := r.Pos(v.Pos()); p.IsValid() {
+		return p
+	}
+	if depth > 4 {
+		return diag.Pos{}
+	}
+	op, args := v.Expr()
+	if op == cue.NoOp {
+		return diag.Pos{}
+	}
+	for _, a := range args {
+		if p := r.userPosDepth(a, depth+1); p.IsValid() {
+			return p
+		}
+	}
+	return diag.Pos{}
+}
+
+func classify(msg string) (rule, hint string) {
+	switch {
+	case strings.Contains(msg, "field is required but not present"):
+		return RuleRequired, "add the field; docs/contracts.md lists what each part needs"
+	case strings.Contains(msg, "not allowed"):
+		return RuleNotAllowed, "remove the field or fix its spelling; docs/contracts.md lists the fields of each part"
+	}
+	return RuleSchema, ""
+}
+
+// userPos picks the first position of e that lies in a user file.
+func (r *Result) userPos(e cueerrors.Error) diag.Pos {
+	return relPos(r.Dir, firstPos(e, r.Dir))
+}
+
+func firstPos(e cueerrors.Error, dir string) token.Pos {
+	positions := cueerrors.Positions(e)
+	if p := e.Position(); p.IsValid() {
+		positions = append([]token.Pos{p}, positions...)
+	}
+	for _, p := range positions {
+		if IsUserFile(dir, p.Filename()) {
+			return p
+		}
+	}
+	return token.NoPos
+}
+
+// IsUserFile reports whether filename is one of the user's files in dir
+// rather than the embedded schema or the binding file.
+func IsUserFile(dir, filename string) bool {
+	if filename == "" || filepath.Base(filename) == bindFile {
+		return false
+	}
+	if strings.Contains(filepath.ToSlash(filename), "/cue.mod/gen/") {
+		return false
+	}
+	return true
+}
+
+func relPos(dir string, p token.Pos) diag.Pos {
+	if !p.IsValid() {
+		return diag.Pos{}
+	}
+	return diag.Pos{File: RelFile(dir, p.Filename()), Line: p.Line(), Col: p.Column()}
+}
+
+// RelFile makes filename relative to dir, with forward slashes.
+func RelFile(dir, filename string) string {
+	if rel, err := filepath.Rel(dir, filename); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.ToSlash(filename)
+}
+
+// Pos converts a CUE position into a diagnostic position relative to the
+// loaded directory; positions in the schema or binding are invalid.
+func (r *Result) Pos(p token.Pos) diag.Pos {
+	if !p.IsValid() || !IsUserFile(r.Dir, p.Filename()) {
+		return diag.Pos{}
+	}
+	return relPos(r.Dir, p)
+}
+
+// Validate checks each value at paths on its own for concreteness and
+// required fields, so that one error never hides another, and returns
+// the diagnostics without duplicates.
+func (r *Result) Validate(paths ...cue.Path) diag.List {
+	var out diag.List
+	for _, p := range paths {
+		v := r.Value.LookupPath(p)
+		if !v.Exists() {
+			continue
+		}
+		if err := v.Validate(cue.Concrete(true)); err != nil {
+			out = append(out, r.Diagnostics(err, "")...)
+		}
+	}
+	return out.Sorted()
+}

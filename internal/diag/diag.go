@@ -1,0 +1,107 @@
+// Package diag holds positioned diagnostics and renders them as text,
+// JSON, GitHub annotations or SARIF. Contracts, device profiles and site
+// bindings all report through it.
+package diag
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Severity orders diagnostics: errors fail vet, warnings only with --strict.
+type Severity int
+
+// Severities, from the least to the most severe.
+const (
+	Info Severity = iota
+	Warning
+	Error
+)
+
+func (s Severity) String() string {
+	return [...]string{"info", "warning", "error"}[s]
+}
+
+// MarshalText writes the severity's name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Pos is a position in a source file; File is relative to the checked directory.
+type Pos struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Col  int    `json:"column"`
+}
+
+// IsValid reports whether p names a file.
+func (p Pos) IsValid() bool { return p.File != "" }
+
+func (p Pos) String() string {
+	switch {
+	case p.File == "":
+		return "-"
+	case p.Line == 0:
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// Related is a second position that explains a diagnostic, such as the
+// other side of a joint.
+type Related struct {
+	Pos     Pos    `json:"pos"`
+	Message string `json:"message"`
+}
+
+// Diagnostic is one finding.
+type Diagnostic struct {
+	Rule     string    `json:"rule"`
+	Severity Severity  `json:"severity"`
+	Pos      Pos       `json:"pos"`
+	Path     string    `json:"path,omitempty"` // the contract path, e.g. boundaries.p1-ma.steady.voltage
+	Message  string    `json:"message"`
+	Hint     string    `json:"hint,omitempty"` // what to change
+	Related  []Related `json:"related,omitempty"`
+}
+
+// List collects diagnostics.
+type List []Diagnostic
+
+// Add appends a diagnostic.
+func (l *List) Add(d Diagnostic) { *l = append(*l, d) }
+
+// Errorf adds an error.
+func (l *List) Errorf(rule string, pos Pos, path, format string, args ...any) *Diagnostic {
+	l.Add(Diagnostic{Rule: rule, Severity: Error, Pos: pos, Path: path, Message: fmt.Sprintf(format, args...)})
+	return &(*l)[len(*l)-1]
+}
+
+// Warnf adds a warning.
+func (l *List) Warnf(rule string, pos Pos, path, format string, args ...any) *Diagnostic {
+	l.Add(Diagnostic{Rule: rule, Severity: Warning, Pos: pos, Path: path, Message: fmt.Sprintf(format, args...)})
+	return &(*l)[len(*l)-1]
+}
+
+// Count returns how many diagnostics are at least sev.
+func (l List) Count(sev Severity) int {
+	n := 0
+	for _, d := range l {
+		if d.Severity >= sev {
+			n++
+		}
+	}
+	return n
+}
+
+// Sorted returns the diagnostics ordered by file, line, column and rule,
+// without exact duplicates.
+func (l List) Sorted() List {
+	out := slices.Clone(l)
+	slices.SortStableFunc(out, func(a, b Diagnostic) int {
+		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line),
+			cmp.Compare(a.Pos.Col, b.Pos.Col), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message))
+	})
+	return slices.CompactFunc(out, func(a, b Diagnostic) bool {
+		return a.Pos == b.Pos && a.Rule == b.Rule && a.Message == b.Message
+	})
+}
