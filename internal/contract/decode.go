@@ -14,7 +14,7 @@ import (
 func decode(r *cueload.Result) (*Contracts, diag.List) {
 	d := &decoder{r: r}
 	root := node{d: d, v: r.Value}
-	c := &Contracts{Dir: r.Dir, Site: d.site(root.at("site"))}
+	c := &Contracts{Dir: r.Dir, Loaded: r, Site: d.site(root.at("site"))}
 	for _, b := range root.entries("boundaries") {
 		c.Boundaries = append(c.Boundaries, d.boundary(b))
 	}

@@ -6,6 +6,8 @@ package contract
 import (
 	"math"
 
+	"github.com/seamdc/seam/internal/cueload"
+
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/units"
 )
@@ -314,6 +316,7 @@ type Failure struct {
 // Contracts is a loaded, decoded contract directory.
 type Contracts struct {
 	Dir        string
+	Loaded     *cueload.Result // the CUE value and files behind the model
 	Site       *Site
 	Boundaries []*Boundary
 }

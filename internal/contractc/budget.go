@@ -12,6 +12,8 @@ import (
 	"github.com/seamdc/seam/internal/units"
 )
 
+func init() { register("budget", "print the site's power and thermal budget", runBudget) }
+
 func runBudget(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("DIR", flag.ContinueOnError)
 	pos, err := cli.Parse(fs, args)

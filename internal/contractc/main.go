@@ -11,19 +11,19 @@ import (
 	"strings"
 
 	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/version"
 )
-
-// Version is the tool version recorded in plans and signatures.
-var Version = "0.1.0-dev"
 
 type command struct {
 	summary string
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
-var commands = map[string]command{
-	"vet":    {"check contracts: schema, units, joints, budgets, shared dependencies", runVet},
-	"budget": {"print the site's power and thermal budget", runBudget},
+// commands holds the subcommands; each file registers its own in init.
+var commands = map[string]command{}
+
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
+	commands[name] = command{summary, run}
 }
 
 const usage = `contractc checks seam contracts and compiles them into test plans.
@@ -61,7 +61,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cli.ExitOK
 	}
 	if args[0] == "version" || args[0] == "--version" {
-		fmt.Fprintln(stdout, "contractc", Version)
+		fmt.Fprintln(stdout, "contractc", version.Version)
 		return cli.ExitOK
 	}
 	cmd, ok := commands[args[0]]

@@ -10,6 +10,10 @@ import (
 	"github.com/seamdc/seam/internal/diag"
 )
 
+func init() {
+	register("vet", "check contracts: schema, units, joints, budgets, shared dependencies", runVet)
+}
+
 func runVet(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("DIR", flag.ContinueOnError)
 	format := fs.String("format", "text", "output format: "+strings.Join(diag.Formats, ", "))
