@@ -264,15 +264,7 @@ func checkBudget(b Budgets, diags *diag.List) {
 			diags.Errorf(RuleBlockRating, bb.Block.Rating.Pos, bb.Block.Path, "%s: block %s carries %s of rack design load, above its rating %s", bb.Block.Path, bb.Block.ID, showPower(bb.Load), bb.Block.Rating.Raw).Hint = "raise the block's rating or move racks to another block"
 		}
 	}
-	for _, p := range b.PDUs {
-		if p.PDU.Breaker.Set && p.Limit > 0 && p.LoadLost > p.Limit {
-			what := "with the rack's other PDU lost"
-			if len(p.Rack.PDUs) == 1 {
-				what = "as its only PDU"
-			}
-			diags.Errorf(RulePDU, p.PDU.Breaker.Pos, p.PDU.Path, "%s: rack %s puts %s on PDU %s %s, above its continuous limit %s (breaker %s, derated to %d %%)", p.PDU.Path, p.Rack.ID, showPower(p.LoadLost), p.PDU.ID, what, showPower(p.Limit), p.PDU.Breaker.Raw, int(Derating*100)).Hint = "use a larger PDU breaker or add PDUs"
-		}
-	}
+	checkPDUs(b.PDUs, diags)
 	for _, l := range b.Loops {
 		path := l.Loop.Path
 		if l.Heat > 0 && l.CapacityLost < l.Heat {
@@ -287,4 +279,47 @@ func checkBudget(b Budgets, diags *diag.List) {
 				units.Format(math.Round(l.FlowNeeded), "L/min"), showPower(l.Heat), l.Loop.DeltaT.Raw, l.Loop.Cp(), units.Format(l.FlowLost, "L/min")).Hint = "add pump capacity or design for a larger ΔT"
 		}
 	}
+}
+
+// checkPDUs reports racks that do not fit on their PDUs with one lost,
+// once per breaker declaration: racks generated from one template share
+// one finding that names them all.
+func checkPDUs(pdus []PDUBudget, diags *diag.List) {
+	type key struct {
+		pos         diag.Pos
+		load, limit float64
+	}
+	groups := map[key][]PDUBudget{}
+	var order []key
+	for _, p := range pdus {
+		if !p.PDU.Breaker.Set || p.Limit == 0 || p.LoadLost <= p.Limit {
+			continue
+		}
+		k := key{p.PDU.Breaker.Pos, p.LoadLost, p.Limit}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	for _, k := range order {
+		g := groups[k]
+		p := g[0]
+		var ids []string
+		for _, x := range g {
+			ids = append(ids, x.PDU.ID)
+		}
+		what := "with the rack's other PDU lost"
+		if len(p.Rack.PDUs) == 1 {
+			what = "as its only PDU"
+		}
+		diags.Errorf(RulePDU, k.pos, p.PDU.Path, "%s: %d PDU(s) carry %s %s, above their continuous limit %s (breaker %s, derated to %d %%): %s",
+			p.PDU.Path, len(g), showPower(p.LoadLost), what, showPower(p.Limit), p.PDU.Breaker.Raw, int(Derating*100), abbreviate(ids, 6)).Hint = "use a larger PDU breaker or add PDUs"
+	}
+}
+
+func abbreviate(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:n], ", ") + fmt.Sprintf(" and %d more", len(ids)-n)
 }

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"math"
-	"strings"
 
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/units"
@@ -76,7 +75,8 @@ func checkBand(b Band, path string, diags *diag.List) {
 		if !pos.IsValid() {
 			pos = b.Pos
 		}
-		diags.Errorf(RuleBand, pos, path, "%s: the band is empty: its lower bound %s is above its upper bound %s", path, fmtNum(lo), fmtNum(hi)).Hint = "swap min and max, or widen the band"
+		u := units.Canonical(firstSet(b.Min, b.Max, b.Nominal).Dim)
+		diags.Errorf(RuleBand, pos, path, "%s: the band is empty: its lower bound %s is above its upper bound %s", path, units.Format(lo, u), units.Format(hi, u)).Hint = "swap min and max, or widen the band"
 	}
 }
 
@@ -139,7 +139,14 @@ func designLoad(c *Contracts, b *Boundary) float64 {
 	return m.DesignPower()
 }
 
-func fmtNum(v float64) string { return strings.TrimSpace(units.Format(v, "")) }
+func firstSet(qs ...Q) Q {
+	for _, q := range qs {
+		if q.Set {
+			return q
+		}
+	}
+	return Q{}
+}
 
 func fmtSecs(s float64) string {
 	if s < 1 {

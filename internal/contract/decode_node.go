@@ -139,13 +139,14 @@ func (n node) q(label string, dims ...units.Dimension) Q {
 	}
 	qty, err := units.Parse(raw)
 	if err != nil {
-		rule := RuleBadUnit
+		d := diag.Diagnostic{Rule: RuleBadUnit, Severity: diag.Error, Pos: pos, Path: c.path,
+			Message: fmt.Sprintf("%s: %v", c.path, err), Hint: unitHint(dims)}
 		var missing *units.MissingUnitError
 		if errors.As(err, &missing) {
-			rule = RuleNoUnit
+			d.Rule, d.Message = RuleNoUnit, fmt.Sprintf("%s: %q has no unit", c.path, raw)
+			d.Hint = fmt.Sprintf("write it with its unit, such as \"%s %s\"", strings.TrimSpace(raw), units.Canonical(dims[0]))
 		}
-		c.d.diags.Add(diag.Diagnostic{Rule: rule, Severity: diag.Error, Pos: pos, Path: c.path,
-			Message: fmt.Sprintf("%s: %v", c.path, err), Hint: unitHint(dims)})
+		c.d.diags.Add(d)
 		return Q{}
 	}
 	for _, d := range dims {

@@ -299,7 +299,7 @@ func showRange(lo, hi float64, dim units.Dimension) string {
 
 func showPower(kw float64) string {
 	if math.Abs(kw) >= 1000 {
-		return units.Format(kw/1000, "MW")
+		return units.Format(math.Round(kw)/1000, "MW")
 	}
-	return units.Format(kw, "kW")
+	return units.Format(math.Round(kw*10)/10, "kW")
 }

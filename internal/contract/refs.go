@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/diag"
 )
 
@@ -73,32 +74,11 @@ func newIndex(c *Contracts) *index {
 func suggest(s string, known []string) string {
 	best, bestD := "", 4
 	for _, k := range known {
-		if d := distance(s, k); d < bestD {
+		if d := cueload.EditDistance(s, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-// distance is the Levenshtein distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func didYouMean(s string, known []string) string {
@@ -236,24 +216,24 @@ func checkInventory(rc refChecker) {
 		}
 		checkKindContent(m, path, rc.diags)
 		for _, r := range m.Racks {
-			rc.element(r.CooledBy, path+".racks."+quoteLabel(strings.TrimPrefix(r.ID, m.ID+"/"))+".cooled_by", "cooled_by", "cooling loop")
+			rc.element(r.CooledBy, r.Path+".cooled_by", "cooled_by", "cooling loop")
 			for _, p := range r.PDUs {
-				rc.element(p.Feed, "site.modules."+strings.ReplaceAll(p.ID, "/", ".")+".feed", "feed", "feed")
+				rc.element(p.Feed, p.Path+".feed", "feed", "feed")
 			}
 		}
 		for _, b := range m.Blocks {
 			for _, p := range b.Powers {
-				rc.module(p, "site.modules."+strings.ReplaceAll(b.ID, "/", ".")+".powers", "powered module")
+				rc.module(p, b.Path+".powers", "powered module")
 			}
 		}
 		for _, l := range m.Loops {
 			for _, p := range l.Cools {
-				rc.module(p, "site.modules."+strings.ReplaceAll(l.ID, "/", ".")+".cools", "cooled module")
+				rc.module(p, l.Path+".cools", "cooled module")
 			}
 		}
 		for _, n := range m.Networks {
 			for _, s := range n.Serves {
-				rc.module(s, "site.modules."+strings.ReplaceAll(n.ID, "/", ".")+".serves", "served module")
+				rc.module(s, path+".networks."+quoteLabel(strings.TrimPrefix(n.ID, m.ID+"/"))+".serves", "served module")
 			}
 		}
 	}

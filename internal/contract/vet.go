@@ -110,7 +110,7 @@ func Vet(dir string) (*Contracts, diag.List, error) {
 		return c, diags.Sorted(), err
 	}
 	diags = append(diags, withoutCascades(Check(c), diags)...)
-	return c, diags.Sorted(), nil
+	return c, diags.Sorted().Fold(), nil
 }
 
 // withoutCascades drops model findings inside a value that already has a
@@ -132,7 +132,10 @@ func withoutCascades(found, first diag.List) diag.List {
 	for _, d := range found {
 		cascade := false
 		for _, p := range broken {
-			if d.Path == p || strings.HasPrefix(d.Path, p+".") {
+			inside := d.Path == p || strings.HasPrefix(d.Path, p+".")
+			// a finding about a whole clause whose part is broken
+			clause := strings.HasPrefix(p, d.Path+".") && strings.Count(d.Path, ".") >= 3
+			if inside || clause {
 				cascade = true
 				break
 			}

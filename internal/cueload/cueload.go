@@ -102,10 +102,33 @@ func Load(dir string, cfg Config) (*Result, diag.List, error) {
 		return nil, nil, fmt.Errorf("loading %s: %d instances", dir, len(insts))
 	}
 	if err := insts[0].Err; err != nil {
-		return r, r.Diagnostics(err, loadRule(err)), nil
+		diags := r.Diagnostics(err, loadRule(err))
+		for i := range diags {
+			if !diags[i].Pos.IsValid() && diags[i].Rule == RuleModule {
+				diags[i].Pos = r.moduleFilePos()
+				diags[i].Hint = "contractc understands CUE language versions up to v0.17.1: lower `language: version` in cue.mod/module.cue"
+			}
+		}
+		return r, diags, nil
 	}
 	r.Value = r.Ctx.BuildInstance(insts[0])
 	return r, nil, nil
+}
+
+// moduleFilePos points at the language version in cue.mod/module.cue.
+func (r *Result) moduleFilePos() diag.Pos {
+	name := filepath.Join(r.Root, "cue.mod", "module.cue")
+	rel := RelFile(r.Dir, name)
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return diag.Pos{File: rel}
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		if c := strings.Index(line, "version"); c >= 0 {
+			return diag.Pos{File: rel, Line: i + 1, Col: c + 1}
+		}
+	}
+	return diag.Pos{File: rel, Line: 1, Col: 1}
 }
 
 func loadRule(err error) string {
@@ -205,6 +228,9 @@ func (r *Result) Diagnostics(err error, rule string) diag.List {
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
 		msg := fmt.Sprintf(format, args...)
+		if strings.Contains(msg, "%!") || msg == "" {
+			msg = e.Error()
+		}
 		path := strings.Join(e.Path(), ".")
 		if strings.HasSuffix(msg, "errors in empty disjunction:") {
 			alternatives[path] = []string{}
@@ -222,6 +248,11 @@ func (r *Result) Diagnostics(err error, rule string) diag.List {
 			d.Rule, d.Hint = classify(msg)
 		}
 		d.Pos = r.errPos(e)
+		if d.Rule == RuleNotAllowed {
+			if guess := r.closestField(e.Path()); guess != "" {
+				d.Hint = fmt.Sprintf("did you mean %q? Otherwise remove the field; docs/contracts.md lists the fields of each part", guess)
+			}
+		}
 		out = append(out, d)
 	}
 	for i, d := range out {
@@ -367,4 +398,51 @@ func (r *Result) Validate(paths ...cue.Path) diag.List {
 		}
 	}
 	return out.Sorted()
+}
+
+// closestField suggests the allowed field nearest to a misspelt one at
+// path: a label of the parent struct (optional fields included) within
+// an edit distance of three.
+func (r *Result) closestField(path []string) string {
+	if len(path) < 2 || !r.Value.Exists() {
+		return ""
+	}
+	bad := strings.Trim(path[len(path)-1], `"`)
+	parent := r.Value.LookupPath(cue.MakePath(selectors(path[:len(path)-1])...))
+	it, err := parent.Fields(cue.Optional(true))
+	if err != nil {
+		return ""
+	}
+	best, bestD := "", 4
+	for it.Next() {
+		l := it.Selector().Unquoted()
+		if l == bad {
+			continue
+		}
+		if d := EditDistance(bad, l); d < bestD {
+			best, bestD = l, d
+		}
+	}
+	return best
+}
+
+// EditDistance is the Levenshtein distance between a and b.
+func EditDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

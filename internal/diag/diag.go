@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Severity orders diagnostics: errors fail vet, warnings only with --strict.
@@ -104,4 +105,36 @@ func (l List) Sorted() List {
 	return slices.CompactFunc(out, func(a, b Diagnostic) bool {
 		return a.Pos == b.Pos && a.Rule == b.Rule && a.Message == b.Message
 	})
+}
+
+// Fold merges diagnostics that differ only in their contract path, such
+// as one error in a template instantiated for sixteen racks: the user
+// fixes one line, so vet reports it once and lists the other paths.
+// The list must be sorted.
+func (l List) Fold() List {
+	var out List
+	extra := map[int][]string{}
+	for _, d := range l {
+		if n := len(out); n > 0 {
+			prev := out[n-1]
+			if prev.Path != "" && d.Path != "" && prev.Rule == d.Rule && prev.Pos == d.Pos && prev.Hint == d.Hint &&
+				strings.ReplaceAll(prev.Message, prev.Path, "") == strings.ReplaceAll(d.Message, d.Path, "") {
+				extra[n-1] = append(extra[n-1], d.Path)
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	for i, paths := range extra {
+		shown := paths
+		if len(shown) > 3 {
+			shown = shown[:3]
+		}
+		more := ""
+		if len(paths) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(paths)-len(shown))
+		}
+		out[i].Message += fmt.Sprintf(" (also at %s%s)", strings.Join(shown, ", "), more)
+	}
+	return out
 }
