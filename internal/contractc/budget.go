@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"github.com/seamdc/seam/internal/cli"
@@ -49,7 +50,7 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 
 func kw(v float64) string { return units.Format(round1(v), "kW") }
 
-func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
 func status(ok bool) string {
 	if ok {
@@ -79,13 +80,17 @@ func writeBudget(w io.Writer, b contract.Budgets) {
 	if worst != nil {
 		fmt.Fprintf(tw, "\nrack PDUs: %d, tightest %s: %s with the rack's other PDU lost, limit %s, headroom %s\n", len(b.PDUs), worst.PDU.ID, kw(worst.LoadLost), kw(worst.Limit), kw(worst.Limit-worst.LoadLost))
 	}
+	if len(b.Loops) == 0 {
+		tw.Flush()
+		return
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "COOLING: loops (flow from Q = ṁ·cp·ΔT)")
 	fmt.Fprintln(tw, "loop\theat\tBTU/h\ttons\tcapacity, one CDU lost\tflow needed\tflow, one pump lost\tstatus")
 	for _, l := range b.Loops {
 		ok := l.CapacityLost >= l.Heat && l.FlowLost >= l.FlowNeeded
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\n", l.Loop.ID, kw(l.Heat), l.BTUh(), l.Tons(), kw(l.CapacityLost),
-			units.Format(float64(int(l.FlowNeeded+0.5)), "L/min"), units.Format(l.FlowLost, "L/min"), status(ok))
+			units.Format(math.Round(l.FlowNeeded), "L/min"), units.Format(l.FlowLost, "L/min"), status(ok))
 	}
 	tw.Flush()
 }

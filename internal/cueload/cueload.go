@@ -58,11 +58,11 @@ type Result struct {
 // while parsing and building; a non-nil error is a tool failure (an
 // unreadable directory), not a problem with the contracts.
 func Load(dir string, cfg Config) (*Result, diag.List, error) {
-	abs, err := filepath.Abs(dir)
+	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("contract directory: %w", err)
 	}
-	st, err := os.Stat(abs)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("contract directory: %w", err)
 	}
