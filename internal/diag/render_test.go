@@ -59,7 +59,7 @@ func TestSARIFShape(t *testing.T) {
 		Runs    []struct {
 			Tool struct {
 				Driver struct {
-					Name  string `json:"name"`
+					Name  string                `json:"name"`
 					Rules []struct{ ID string } `json:"rules"`
 				} `json:"driver"`
 			} `json:"tool"`
