@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	cuelang.org/go v0.17.1
 	github.com/gosnmp/gosnmp v1.47.0
+	github.com/hiddeco/sshsig v0.2.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/simonvetter/modbus v1.6.4
