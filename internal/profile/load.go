@@ -1,0 +1,451 @@
+package profile
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"cuelang.org/go/cue"
+
+	"github.com/seamdc/seam/internal/cueload"
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/units"
+)
+
+//go:embed profile.cue
+var schemaCUE []byte
+
+// ImportPath is where profile files may import the schema from.
+const ImportPath = "seam.dev/profile"
+
+// bind makes every entry of `profiles` a #Profile named by its key.
+const bind = `import seamprofile "seam.dev/profile"
+
+profiles: [N=string]: seamprofile.#Profile & {name: N}
+`
+
+// Schema returns the embedded CUE schema of profiles.
+func Schema() []byte { return append([]byte(nil), schemaCUE...) }
+
+// Rule ids of profile problems (the schema's own are cueload's).
+const (
+	RuleUnit      = "PROFILE001" // a unit outside the unit table
+	RuleDuration  = "PROFILE002" // a duration that is not a time
+	RuleReference = "PROFILE003" // digits, timestamp or freshness naming no point
+	RuleType      = "PROFILE004" // a data type that does not fit the table or protocol
+	RuleAccess    = "PROFILE005" // a writable point in a read-only table
+	RuleOverlap   = "PROFILE006" // two points on the same registers
+	RuleAlarm     = "PROFILE007" // an alarm that cannot be read
+	RuleTopLevel  = "PROFILE008" // a top-level field other than profiles
+	RuleRange     = "PROFILE009" // plausible min above max, scale 0
+	RuleDuplicate = "PROFILE010" // a profile name defined twice
+)
+
+// Rules describes every rule id a profile load can report.
+var Rules = map[string]string{
+	cueload.RuleEmpty:      "the directory holds no .cue files",
+	cueload.RuleSyntax:     "a file does not parse as CUE",
+	cueload.RuleModule:     "cue.mod/module.cue is wrong",
+	cueload.RulePackage:    "files declare different packages, or none",
+	cueload.RuleSchema:     "a value conflicts with the profile schema",
+	cueload.RuleRequired:   "a required field is missing",
+	cueload.RuleNotAllowed: "a field the schema does not know",
+	RuleUnit:               "a unit outside seam's unit table",
+	RuleDuration:           "a duration that is not a time with a unit",
+	RuleReference:          "digits, timestamp or freshness names a point that does not exist or is not a plain number",
+	RuleType:               "a data type that does not fit the table or the protocol",
+	RuleAccess:             "a writable point in a read-only table (input registers, discrete inputs)",
+	RuleOverlap:            "two points on overlapping registers (only bit alarms may share one)",
+	RuleAlarm:              "an alarm point that cannot be read as stated",
+	RuleTopLevel:           "a top-level field other than profiles",
+	RuleRange:              "plausible min above max, or a scale of 0",
+	RuleDuplicate:          "a profile name defined twice",
+}
+
+// Load reads a directory of profiles. A non-nil error is a tool failure
+// (an unreadable directory); problems with the profiles are diagnostics,
+// positioned in the files relative to dir. The set holds the profiles
+// that decoded; use it only when diags has no error.
+func Load(dir string) (*Set, diag.List, error) {
+	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: ImportPath, Files: map[string][]byte{"profile.cue": schemaCUE}, Bind: bind})
+	if err != nil {
+		return nil, nil, fmt.Errorf("profiles: %w", err)
+	}
+	if diags.Count(diag.Error) > 0 {
+		return &Set{}, diags, nil
+	}
+	if err := r.Value.Err(); err != nil {
+		return &Set{}, r.Diagnostics(err, ""), nil
+	}
+	d := &decoder{r: r}
+	d.topLevel()
+	root := r.Value.LookupPath(cue.ParsePath("profiles"))
+	var paths []cue.Path
+	for _, l := range labels(root) {
+		paths = append(paths, cue.MakePath(cue.Str("profiles"), cue.Str(l)))
+	}
+	d.diags = append(d.diags, r.Validate(paths...)...)
+	set := &Set{}
+	if d.diags.Count(diag.Error) > 0 {
+		return set, d.diags.Sorted(), nil
+	}
+	for _, l := range labels(root) {
+		if p := d.profile(l, root.LookupPath(cue.MakePath(cue.Str(l)))); p != nil {
+			set.Profiles = append(set.Profiles, p)
+		}
+	}
+	return set, d.diags.Sorted(), nil
+}
+
+// MustLoad loads dir and fails on any error diagnostic; for tests and
+// tools that load the shipped profiles.
+func MustLoad(dir string) (*Set, error) {
+	set, diags, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	if diags.Count(diag.Error) > 0 {
+		var b strings.Builder
+		for _, d := range diags {
+			fmt.Fprintf(&b, "\n%s: %s", d.Pos, d.Message)
+		}
+		return nil, fmt.Errorf("profiles in %s:%s", dir, b.String())
+	}
+	return set, nil
+}
+
+type decoder struct {
+	r     *cueload.Result
+	diags diag.List
+}
+
+func labels(v cue.Value) []string {
+	it, err := v.Fields()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for it.Next() {
+		out = append(out, it.Selector().Unquoted())
+	}
+	return out
+}
+
+func (d *decoder) topLevel() {
+	it, err := d.r.Value.Fields()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		if l := it.Selector().Unquoted(); l != "profiles" {
+			d.diags.Errorf(RuleTopLevel, d.r.UserPos(it.Value()), l, "unknown top-level field %q", l).Hint =
+				"a profile file holds only `profiles: \"name\": {...}`"
+		}
+	}
+}
+
+func str(v cue.Value, label string) string {
+	s, _ := v.LookupPath(cue.MakePath(cue.Str(label))).String()
+	return s
+}
+
+func (d *decoder) profile(name string, v cue.Value) *Profile {
+	p := &Profile{Name: name, Vendor: str(v, "vendor"), Model: str(v, "model"), Note: str(v, "note"),
+		Protocol: Protocol(str(v, "protocol")), Freshness: str(v, "freshness"), Dir: d.r.Dir, Pos: d.r.UserPos(v)}
+	path := "profiles." + quote(name)
+	p.UpdatePeriod = d.duration(v, path, "update_period")
+	p.StaleAfter = 3 * p.UpdatePeriod
+	if s := d.duration(v, path, "stale_after"); s > 0 {
+		p.StaleAfter = s
+	}
+	p.Limits = d.limits(v.LookupPath(cue.ParsePath("limits")), path)
+	pv := v.LookupPath(cue.ParsePath("points"))
+	for _, l := range labels(pv) {
+		p.Points = append(p.Points, d.point(p, l, pv.LookupPath(cue.MakePath(cue.Str(l))), path+".points."+quote(l)))
+	}
+	sortPoints(p.Points)
+	d.references(p, path)
+	if p.Protocol == Modbus {
+		d.overlaps(p, path)
+		p.Plan = PlanModbus(p.Points, p.Limits)
+	} else {
+		p.Batches = BatchSNMP(p.Points, p.Limits.MaxOIDs)
+	}
+	return p
+}
+
+func quote(l string) string {
+	if strings.ContainsAny(l, "-/. ") {
+		return `"` + l + `"`
+	}
+	return l
+}
+
+// duration reads a "1 s" field; 0 when absent.
+func (d *decoder) duration(v cue.Value, path, label string) time.Duration {
+	f := v.LookupPath(cue.MakePath(cue.Str(label)))
+	if !f.Exists() {
+		return 0
+	}
+	s, _ := f.String()
+	q, err := units.Parse(s)
+	if err == nil && q.Dim != units.Time {
+		err = fmt.Errorf("%q is a %s, not a time", s, q.Dim)
+	}
+	if err == nil && q.Canon < 0 {
+		err = fmt.Errorf("%q is negative", s)
+	}
+	if err != nil {
+		d.diags.Errorf(RuleDuration, d.r.UserPos(f), path+"."+label, "%s.%s: %v", path, label, err).Hint =
+			"write a time with its unit, such as \"1 s\" or \"50 ms\""
+		return 0
+	}
+	return time.Duration(math.Round(q.Canon * float64(time.Second)))
+}
+
+func (d *decoder) limits(v cue.Value, path string) Limits {
+	lim := DefaultLimits
+	geti := func(label string, dst *int) {
+		if n, err := v.LookupPath(cue.MakePath(cue.Str(label))).Int64(); err == nil {
+			*dst = int(n)
+		}
+	}
+	geti("max_registers", &lim.MaxRegisters)
+	geti("max_bits", &lim.MaxBits)
+	geti("max_gap", &lim.MaxGap)
+	geti("max_oids", &lim.MaxOIDs)
+	geti("max_repetitions", &lim.MaxRepetitions)
+	lim.MinGap = d.duration(v, path+".limits", "min_gap")
+	return lim
+}
+
+func (d *decoder) point(p *Profile, name string, v cue.Value, path string) *Point {
+	pt := &Point{Name: name, Table: Table(str(v, "table")), OID: strings.TrimPrefix(str(v, "oid"), "."),
+		Type: DataType(str(v, "type")), Order: WordOrder(str(v, "order")), Digits: str(v, "digits"),
+		Timestamp: str(v, "timestamp"), Unit: str(v, "unit"), Access: Access(str(v, "access")),
+		Note: str(v, "note"), Pos: d.r.UserPos(v), unitScale: 1}
+	if a, err := v.LookupPath(cue.ParsePath("address")).Int64(); err == nil {
+		pt.Address = uint16(a)
+	}
+	pt.Scale, _ = v.LookupPath(cue.ParsePath("scale")).Float64()
+	pt.Offset, _ = v.LookupPath(cue.ParsePath("offset")).Float64()
+	if pt.Scale == 0 {
+		d.diags.Errorf(RuleRange, pt.Pos, path, "%s: scale 0 makes every value 0", path)
+		pt.Scale = 1
+	}
+	d.unit(pt, v, path)
+	d.alarm(pt, v, path)
+	pt.States = d.states(v)
+	pt.Unavailable = ints(v.LookupPath(cue.ParsePath("unavailable")))
+	pt.Plausible = d.plausible(v, path)
+	d.typeFits(p, pt, path)
+	return pt
+}
+
+func (d *decoder) unit(pt *Point, v cue.Value, path string) {
+	if pt.Unit == "" {
+		return
+	}
+	zero, err := units.Parse("0 " + pt.Unit)
+	if err != nil {
+		d.diags.Errorf(RuleUnit, d.r.UserPos(v.LookupPath(cue.ParsePath("unit"))), path+".unit", "%s.unit: %v", path, err).Hint =
+			"use a unit of seam's table (docs/contracts.md), or leave unit out for a plain number"
+		return
+	}
+	one, _ := units.Parse("1 " + pt.Unit)
+	pt.Dim, pt.unitOffset, pt.unitScale = zero.Dim, zero.Canon, one.Canon-zero.Canon
+}
+
+func (d *decoder) alarm(pt *Point, v cue.Value, path string) {
+	a := v.LookupPath(cue.ParsePath("alarm"))
+	if !a.Exists() {
+		return
+	}
+	spec := &AlarmSpec{Bit: -1, Active: ints(a.LookupPath(cue.ParsePath("active")))}
+	if b, err := a.LookupPath(cue.ParsePath("bit")).Int64(); err == nil {
+		spec.Bit = int(b)
+	}
+	if n, err := a.LookupPath(cue.ParsePath("normal")).Int64(); err == nil {
+		spec.Normal = n
+	}
+	pt.AlarmSpec = spec
+	switch {
+	case pt.Unit != "":
+		d.diags.Errorf(RuleAlarm, pt.Pos, path, "%s: an alarm has no unit (%q)", path, pt.Unit).Hint = "remove unit: an alarm reads 1 when active and 0 when not"
+	case spec.Bit >= 0 && len(spec.Active) > 0:
+		d.diags.Errorf(RuleAlarm, pt.Pos, path, "%s: an alarm has either bit or active values, not both", path)
+	case spec.Bit >= 0 && (pt.Type == Bool || pt.Type == Float32 || pt.Type == OctetString || spec.Bit >= 8*bytesOf(pt.Type)):
+		d.diags.Errorf(RuleAlarm, pt.Pos, path, "%s: bit %d cannot be read from a %s", path, spec.Bit, pt.Type)
+	}
+	pt.Dim = Alarm
+}
+
+func bytesOf(t DataType) int {
+	switch t {
+	case Int16, Uint16:
+		return 2
+	case Counter64:
+		return 8
+	}
+	return 4
+}
+
+func ints(v cue.Value) []int64 {
+	it, err := v.List()
+	if err != nil {
+		return nil
+	}
+	var out []int64
+	for it.Next() {
+		if n, err := it.Value().Int64(); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (d *decoder) states(v cue.Value) map[int64]string {
+	sv := v.LookupPath(cue.ParsePath("states"))
+	if !sv.Exists() {
+		return nil
+	}
+	out := map[int64]string{}
+	for _, l := range labels(sv) {
+		n, err := strconv.ParseInt(l, 10, 64)
+		if err != nil {
+			continue // the schema only admits integers
+		}
+		out[n] = str(sv, l)
+	}
+	return out
+}
+
+func (d *decoder) plausible(v cue.Value, path string) Range {
+	pv := v.LookupPath(cue.ParsePath("plausible"))
+	var r Range
+	if f, err := pv.LookupPath(cue.ParsePath("min")).Float64(); err == nil {
+		r.Min, r.HasMin = f, true
+	}
+	if f, err := pv.LookupPath(cue.ParsePath("max")).Float64(); err == nil {
+		r.Max, r.HasMax = f, true
+	}
+	if r.HasMin && r.HasMax && r.Min > r.Max {
+		d.diags.Errorf(RuleRange, d.r.UserPos(pv), path+".plausible", "%s.plausible: min %g is above max %g", path, r.Min, r.Max)
+	}
+	return r
+}
+
+var modbusTypes = map[DataType]bool{Int16: true, Uint16: true, Int32: true, Uint32: true, Float32: true}
+
+// typeFits checks the type against the table and the access against it.
+func (d *decoder) typeFits(p *Profile, pt *Point, path string) {
+	if p.Protocol != Modbus {
+		return
+	}
+	switch {
+	case pt.Table.IsBits() && pt.Type != Bool:
+		d.diags.Errorf(RuleType, pt.Pos, path, "%s: a %s holds single bits: its type is bool, not %s", path, pt.Table, pt.Type)
+	case !pt.Table.IsBits() && !modbusTypes[pt.Type]:
+		d.diags.Errorf(RuleType, pt.Pos, path, "%s: a %s register cannot hold a %s", path, pt.Table, pt.Type).Hint = "use int16, uint16, int32, uint32 or float32"
+	case pt.Type == Bool && pt.Order != ABCD:
+		d.diags.Errorf(RuleType, pt.Pos, path, "%s: a bit has no word order", path)
+	}
+	if pt.Writable() && (pt.Table == Input || pt.Table == Discrete) {
+		d.diags.Errorf(RuleAccess, pt.Pos, path, "%s: %s cannot be written: a %s is read-only in Modbus", path, pt.Name, pt.Where()).Hint =
+			"writable points live in holding registers or coils"
+	}
+	if pt.End() > 65536 {
+		d.diags.Errorf(RuleType, pt.Pos, path, "%s: a %s at %d runs past register 65535", path, pt.Type, pt.Address)
+	}
+}
+
+// references checks digits, timestamp and freshness.
+func (d *decoder) references(p *Profile, path string) {
+	check := func(from, label, to string, pos diag.Pos) {
+		if to == "" {
+			return
+		}
+		target := p.Point(to)
+		switch {
+		case target == nil:
+			d.diags.Errorf(RuleReference, pos, from, "%s.%s: no point %q in profile %s", from, label, to, p.Name).Hint = suggest(to, p.PointNames())
+		case target.Dim != Raw:
+			d.diags.Errorf(RuleReference, pos, from, "%s.%s: %q is not a plain number (it has a unit or is an alarm)", from, label, to)
+		}
+	}
+	check(path, "freshness", p.Freshness, p.Pos)
+	for _, pt := range p.Points {
+		at := path + ".points." + quote(pt.Name)
+		check(at, "digits", pt.Digits, pt.Pos)
+		check(at, "timestamp", pt.Timestamp, pt.Pos)
+	}
+}
+
+// overlaps reports two points on overlapping registers, unless both are
+// bit alarms (or one a plain register) of the same type and address.
+func (d *decoder) overlaps(p *Profile, path string) {
+	for i, a := range p.Points {
+		for _, b := range p.Points[i+1:] {
+			if a.Table != b.Table || a.End() <= int(b.Address) || b.End() <= int(a.Address) {
+				continue
+			}
+			if a.Address == b.Address && a.Type == b.Type && (isBitView(a) || isBitView(b)) {
+				continue
+			}
+			if a.Address == b.Address && a.Type == b.Type && a.Table.IsBits() {
+				continue
+			}
+			d.diags.Errorf(RuleOverlap, b.Pos, path+".points."+quote(b.Name), "%s and %s overlap at %s", a.Name, b.Name, b.Where()).Related =
+				[]diag.Related{{Pos: a.Pos, Message: a.Name + " is here"}}
+		}
+	}
+}
+
+func isBitView(pt *Point) bool {
+	return pt.Dim == Alarm || (pt.Dim == Raw && pt.Scale == 1 && pt.Offset == 0)
+}
+
+// suggest returns a hint naming the closest of names to s.
+func suggest(s string, names []string) string {
+	best, bestD := "", 1<<30
+	for _, n := range names {
+		if dd := distance(s, n); dd < bestD {
+			best, bestD = n, dd
+		}
+	}
+	if best != "" && bestD <= len(s)/2+1 {
+		return fmt.Sprintf("did you mean %q?", best)
+	}
+	if len(names) > 12 {
+		names = append(names[:12:12], "…")
+	}
+	return "known: " + strings.Join(names, ", ")
+}
+
+// Suggest returns a hint naming the closest of names to s, or listing
+// them: for "unknown point" and "unknown profile" messages.
+func Suggest(s string, names []string) string { return suggest(s, names) }
+
+// distance is the Levenshtein distance.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
