@@ -47,7 +47,21 @@ func quoteLabel(l string) string {
 
 func (n node) exists() bool { return n.v.Exists() }
 
-func (n node) pos() diag.Pos { return n.d.r.UserPos(n.v) }
+// pos is where the user wrote n. For a struct, that is its first field
+// the user wrote directly: walking a large struct's conjuncts for its own
+// position costs more than evaluating it.
+func (n node) pos() diag.Pos {
+	if n.v.IncompleteKind() == cue.StructKind {
+		if it, err := n.v.Fields(); err == nil {
+			for it.Next() {
+				if p := n.d.r.Pos(it.Value().Pos()); p.IsValid() {
+					return p
+				}
+			}
+		}
+	}
+	return n.d.r.UserPos(n.v)
+}
 
 // str returns a concrete string field, or "".
 func (n node) str(label string) string {

@@ -64,7 +64,12 @@ func Load(dir string) (*Contracts, diag.List, error) {
 	if err != nil || diags.Count(diag.Error) > 0 {
 		return nil, diags, err
 	}
-	diags = append(diags, r.Validate(contractUnits(r)...)...)
+	// One validation of the whole tree is enough when it passes; when it
+	// fails, each unit is validated on its own so that one error never
+	// hides another (a conflict can mask a missing required field).
+	if err := r.Value.Validate(cue.Concrete(true)); err != nil {
+		diags = append(diags, r.Validate(contractUnits(r)...)...)
+	}
 	c, ud := decode(r)
 	return c, append(diags, ud...), nil
 }
