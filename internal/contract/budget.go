@@ -295,7 +295,7 @@ func checkPDUs(pdus []PDUBudget, diags *diag.List) {
 		if !p.PDU.Breaker.Set || p.Limit == 0 || p.LoadLost <= p.Limit {
 			continue
 		}
-		k := key{p.PDU.Breaker.Pos, p.LoadLost, p.Limit}
+		k := key{p.PDU.Breaker.Pos.Resolved(), p.LoadLost, p.Limit}
 		if groups[k] == nil {
 			order = append(order, k)
 		}

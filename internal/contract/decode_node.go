@@ -47,20 +47,28 @@ func quoteLabel(l string) string {
 
 func (n node) exists() bool { return n.v.Exists() }
 
-// pos is where the user wrote n. For a struct, that is its first field
-// the user wrote directly: walking a large struct's conjuncts for its own
-// position costs more than evaluating it.
-func (n node) pos() diag.Pos {
-	if n.v.IncompleteKind() == cue.StructKind {
-		if it, err := n.v.Fields(); err == nil {
+// pos is where the user wrote n, looked up only if a diagnostic needs it.
+func (n node) pos() diag.Pos { return diag.Lazy(locator{n.d.r, n.v}) }
+
+type locator struct {
+	r *cueload.Result
+	v cue.Value
+}
+
+// Locate finds the user's position of v. For a struct, that is its first
+// field the user wrote directly: walking a large struct's conjuncts for
+// its own position costs more than evaluating it.
+func (l locator) Locate() diag.Pos {
+	if l.v.IncompleteKind() == cue.StructKind {
+		if it, err := l.v.Fields(); err == nil {
 			for it.Next() {
-				if p := n.d.r.Pos(it.Value().Pos()); p.IsValid() {
+				if p := l.r.Pos(it.Value().Pos()); p.IsValid() {
 					return p
 				}
 			}
 		}
 	}
-	return n.d.r.UserPos(n.v)
+	return l.r.UserPos(l.v)
 }
 
 // str returns a concrete string field, or "".

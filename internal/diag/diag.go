@@ -5,9 +5,11 @@ package diag
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Severity orders diagnostics: errors fail vet, warnings only with --strict.
@@ -27,17 +29,43 @@ func (s Severity) String() string {
 // MarshalText writes the severity's name.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// Pos is a position in a source file; File is relative to the checked directory.
+// Pos is a position in a source file; File is relative to the checked
+// directory. A Pos may be lazy: finding where a value was written can cost
+// more than checking it, so a loader hands out lazy positions that are
+// resolved only when a diagnostic is reported.
 type Pos struct {
 	File string `json:"file"`
 	Line int    `json:"line"`
 	Col  int    `json:"column"`
+	lazy *lazyPos
+}
+
+// Locator finds a position on demand.
+type Locator interface{ Locate() Pos }
+
+type lazyPos struct {
+	once sync.Once
+	loc  Locator
+	pos  Pos
+}
+
+// Lazy returns a position that asks loc where it is when first needed.
+func Lazy(loc Locator) Pos { return Pos{lazy: &lazyPos{loc: loc}} }
+
+// Resolved returns p with a lazy position looked up.
+func (p Pos) Resolved() Pos {
+	if p.lazy == nil {
+		return p
+	}
+	p.lazy.once.Do(func() { p.lazy.pos = p.lazy.loc.Locate() })
+	return p.lazy.pos
 }
 
 // IsValid reports whether p names a file.
-func (p Pos) IsValid() bool { return p.File != "" }
+func (p Pos) IsValid() bool { return p.Resolved().File != "" }
 
 func (p Pos) String() string {
+	p = p.Resolved()
 	switch {
 	case p.File == "":
 		return "-"
@@ -45,6 +73,16 @@ func (p Pos) String() string {
 		return p.File
 	}
 	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// MarshalJSON writes the resolved position.
+func (p Pos) MarshalJSON() ([]byte, error) {
+	p = p.Resolved()
+	return json.Marshal(struct {
+		File string `json:"file"`
+		Line int    `json:"line"`
+		Col  int    `json:"column"`
+	}{p.File, p.Line, p.Col})
 }
 
 // Related is a second position that explains a diagnostic, such as the
@@ -94,10 +132,18 @@ func (l List) Count(sev Severity) int {
 	return n
 }
 
-// Sorted returns the diagnostics ordered by file, line, column and rule,
-// without exact duplicates.
+// Sorted returns the diagnostics with positions resolved, ordered by
+// file, line, column and rule, without exact duplicates.
 func (l List) Sorted() List {
 	out := slices.Clone(l)
+	for i := range out {
+		out[i].Pos = out[i].Pos.Resolved()
+		rel := slices.Clone(out[i].Related)
+		for j := range rel {
+			rel[j].Pos = rel[j].Pos.Resolved()
+		}
+		out[i].Related = rel
+	}
 	slices.SortStableFunc(out, func(a, b Diagnostic) int {
 		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line),
 			cmp.Compare(a.Pos.Col, b.Pos.Col), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message))
