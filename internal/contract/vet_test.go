@@ -148,3 +148,11 @@ func copyDir(t *testing.T, from, to string) {
 		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
 	}))
 }
+
+func TestDocsDescribeEveryRule(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/contracts.md")
+	require.NoError(t, err)
+	for rule := range contract.Rules {
+		require.Contains(t, string(doc), "### "+rule, "docs/contracts.md has no section for %s", rule)
+	}
+}
