@@ -236,11 +236,19 @@ func (pt *Point) unitValue(raw float64, digits int) float64 {
 	return raw/math.Pow10(digits)*pt.Scale + pt.Offset
 }
 
+// smallestNormalFloat32 is 2^-126: a float32 below it (and not 0) is
+// subnormal, which is what a word-swapped round number such as 32.5
+// (0x4202 0x0000 read as 0x0000 0x4202) decodes to.
+const smallestNormalFloat32 = 0x1p-126
+
 // Implausible returns an error when a raw value decodes outside the
 // point's plausible range, naming the range in the point's unit.
 func (pt *Point) Implausible(raw float64, digits int) error {
 	if pt.Dim == Alarm {
 		return nil
+	}
+	if pt.Type == Float32 && raw != 0 && math.Abs(raw) < smallestNormalFloat32 {
+		return fmt.Errorf("%s: %g is a subnormal float32, never a measurement: check the word order", pt.Name, raw)
 	}
 	v := pt.unitValue(raw, digits)
 	if pt.Plausible.Contains(v) {

@@ -354,7 +354,7 @@ func (d *decoder) typeFits(p *Profile, pt *Point, path string) {
 		d.diags.Errorf(RuleType, pt.Pos, path, "%s: a bit has no word order", path)
 	}
 	if pt.Writable() && (pt.Table == Input || pt.Table == Discrete) {
-		d.diags.Errorf(RuleAccess, pt.Pos, path, "%s: %s cannot be written: a %s is read-only in Modbus", path, pt.Name, pt.Where()).Hint =
+		d.diags.Errorf(RuleAccess, pt.Pos, path, "%s: access is write, but %s is read-only in Modbus", path, pt.Where()).Hint =
 			"writable points live in holding registers or coils"
 	}
 	if pt.End() > 65536 {

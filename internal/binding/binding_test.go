@@ -1,0 +1,207 @@
+package binding
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/profile"
+	"github.com/seamdc/seam/internal/units"
+)
+
+func TestExampleBinding(t *testing.T) {
+	b, diags, err := Load("../../fixtures/bindings/threemodule")
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	assert.Len(t, b.Devices, 15)
+	assert.Len(t, b.Channels, 48, "every channel of the three-module site")
+	assert.Len(t, b.LoadBanks, 3)
+
+	ch := b.Channel("l1/ma/supply-temp")
+	require.NotNil(t, ch)
+	assert.Equal(t, "cdu-l1", ch.Device.Name)
+	assert.Equal(t, units.Temperature, ch.Point.Dim)
+	assert.Equal(t, "binding.cue", ch.Pos.File)
+
+	pdu := b.Device("pdu-p1-a")
+	assert.Equal(t, SNMPv3, pdu.Protocol)
+	assert.Equal(t, "SHA", pdu.V3.AuthProtocol)
+	assert.Equal(t, "AES", pdu.V3.PrivProtocol)
+	assert.Equal(t, "env:SEAM_SNMP_PRIV", pdu.V3.PrivPass.Ref)
+
+	lb := b.LoadBank("lb-mb")
+	require.NotNil(t, lb)
+	assert.True(t, lb.Point(RoleSetpoint).Writable())
+	assert.False(t, lb.Point(RoleApplied).Writable())
+	assert.Equal(t, uint8(1), lb.Device.Unit)
+}
+
+// bindingDir writes a binding that reads the shipped profiles and, when
+// withSite, must cover the example site.
+func bindingDir(t *testing.T, body string, withSite bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	profiles, err := filepath.Abs("../../fixtures/profiles")
+	require.NoError(t, err)
+	src := "package b\n\nprofiles: [\"" + profiles + "\"]\n"
+	if withSite {
+		contracts, err := filepath.Abs("../../contracts/examples/threemodule")
+		require.NoError(t, err)
+		src += "contracts: \"" + contracts + "\"\n"
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.cue"), []byte(src+body), 0o644))
+	return dir
+}
+
+func TestLoadErrors(t *testing.T) {
+	const cdu = "devices: cdu: {protocol: \"modbus-tcp\", address: \"127.0.0.1:5020\", profile: \"generic-cdu-int16\"}\n"
+	tests := []struct {
+		name, body, rule, msg string
+		line                  int // 0: do not check
+	}{
+		{"unknown profile", "devices: d: {protocol: \"modbus-tcp\", address: \"h:1\", profile: \"generic-cdu-int61\"}\n",
+			RuleUnknownProfile, `no profile "generic-cdu-int61"`, 4},
+		{"protocol mismatch", "devices: d: {protocol: \"snmp-v2c\", address: \"h:161\", community: \"env:C\", profile: \"generic-cdu-int16\"}\n",
+			RuleProtocol, "protocol snmp-v2c cannot read profile generic-cdu-int16, which is modbus", 4},
+		{"unknown device", cdu + "channels: \"l1/ma/flow\": {device: \"cdu2\", point: \"secondary-flow\"}\n",
+			RuleUnknownDevice, `no device "cdu2"`, 5},
+		{"unknown point", cdu + "channels: \"l1/ma/flow\": {device: \"cdu\", point: \"secondry-flow\"}\n",
+			RuleUnknownPoint, `profile generic-cdu-int16 of device cdu has no point "secondry-flow"`, 5},
+		{"inline community", "devices: d: {protocol: \"snmp-v2c\", address: \"h:161\", community: \"public\", profile: \"apc-rpdu2\"}\n",
+			RuleInlineSecret, "community is written inline", 4},
+		{"inline v3 passphrase", "devices: d: {protocol: \"snmp-v3\", address: \"h:161\", profile: \"apc-rpdu2\", user: \"u\",\n\tauth: {passphrase: \"hunter2hunter2\"}}\n",
+			RuleInlineSecret, "auth passphrase is written inline", 5},
+		{"address without port", "devices: d: {protocol: \"modbus-tcp\", address: \"127.0.0.1\", profile: \"generic-cdu-int16\"}\n",
+			RuleAddress, `"127.0.0.1" is not host:port`, 4},
+		{"community on a modbus device", "devices: d: {protocol: \"modbus-tcp\", address: \"h:1\", profile: \"generic-cdu-int16\", community: \"env:X\"}\n",
+			"SCHEMA003", "field not allowed", 4},
+		{"bad timeout", "devices: d: {protocol: \"modbus-tcp\", address: \"h:1\", profile: \"generic-cdu-int16\", timeout: \"1 kW\"}\n",
+			RuleDuration, `"1 kW" is not a positive time`, 4},
+		{"load bank role not writable", "devices: lb: {protocol: \"modbus-tcp\", address: \"h:1\", profile: \"generic-loadbank\"}\n" +
+			"loadbanks: \"lb-ma\": {device: \"lb\", points: setpoint: \"applied\"}\n",
+			RuleRole, "the setpoint role needs a writable point, and applied of profile generic-loadbank is read-only", 5},
+		{"load bank on a CDU", cdu + "loadbanks: \"lb-ma\": {device: \"cdu\"}\n",
+			RuleUnknownPoint, `profile generic-cdu-int16 of device cdu has no point`, 5},
+		{"stray top-level field", cdu + "channel: {}\n", "SCHEMA003", `unknown top-level field "channel"`, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, err := Load(bindingDir(t, tt.body, false))
+			require.NoError(t, err)
+			d := find(diags, tt.rule)
+			require.NotNil(t, d, "want rule %s, got %v", tt.rule, diags)
+			assert.Contains(t, d.Message, tt.msg)
+			assert.Equal(t, "b.cue", d.Pos.File)
+			if tt.line > 0 {
+				assert.Equal(t, tt.line, d.Pos.Line, d.Message)
+			}
+		})
+	}
+}
+
+func find(diags diag.List, rule string) *diag.Diagnostic {
+	for i := range diags {
+		if diags[i].Rule == rule {
+			return &diags[i]
+		}
+	}
+	return nil
+}
+
+// Against the example site: an unbound channel, a channel the site does
+// not have, and a channel bound to a point of the wrong dimension.
+func TestCheckAgainstSite(t *testing.T) {
+	example, err := os.ReadFile("../../fixtures/bindings/threemodule/binding.cue")
+	require.NoError(t, err)
+	body := string(example)
+	body = body[strings.Index(body, "_cells:"):]
+	// l2/mb/flow left out, l1/ma/dp bound to a temperature, a typo'd channel
+	replace := func(old, new string) {
+		require.Contains(t, body, old)
+		body = strings.Replace(body, old, new, 1)
+	}
+	replace(`"l\(c.n)/\(c.it)/flow": {device: "cdu-l\(c.n)", point: "secondary-flow"}`,
+		`if c.n != 2 {"l\(c.n)/\(c.it)/flow": {device: "cdu-l\(c.n)", point: "secondary-flow"}}`)
+	replace(`"l\(c.n)/\(c.it)/dp": {device: "cdu-l\(c.n)", point: "secondary-dp"}`,
+		`if c.n != 1 {"l\(c.n)/\(c.it)/dp": {device: "cdu-l\(c.n)", point: "secondary-dp"}}
+		if c.n == 1 {"l\(c.n)/\(c.it)/dp": {device: "cdu-l\(c.n)", point: "primary-return-temp"}}`)
+	body += "channels: \"l1/ma/supply-tmp\": {device: \"cdu-l1\", point: \"secondary-supply-temp\"}\n"
+	b, diags, err := Load(bindingDir(t, body, true))
+	require.NoError(t, err)
+	require.NotNil(t, b)
+
+	unbound := find(diags, RuleUnbound)
+	require.NotNil(t, unbound, "%v", diags)
+	assert.Contains(t, unbound.Message, `channel "l2/mb/flow" (a flow) of site threemodule`)
+	require.Len(t, unbound.Related, 1)
+	assert.Contains(t, unbound.Related[0].Pos.File, "contracts/examples/threemodule/joints.cue")
+
+	dim := find(diags, RuleDimension)
+	require.NotNil(t, dim, "%v", diags)
+	assert.Contains(t, dim.Message, "channels.\"l1/ma/dp\": the channel is a pressure, but point primary-return-temp of profile generic-cdu-int16 is a temperature")
+	assert.Equal(t, "b.cue", dim.Pos.File)
+
+	unknown := find(diags, RuleUnknownChannel)
+	require.NotNil(t, unknown, "%v", diags)
+	assert.Contains(t, unknown.Message, `has no channel "l1/ma/supply-tmp"`)
+	assert.Equal(t, `did you mean "l1/ma/supply-temp"?`, unknown.Hint)
+	assert.Len(t, diags, 3, "%v", diags)
+}
+
+func TestCheckLoadBanks(t *testing.T) {
+	b := &Binding{LoadBanks: []*LoadBank{{Name: "lb-mx"}}}
+	diags := b.Check(Requirements{Source: "site s", LoadBanks: []string{"lb-ma"}})
+	require.Len(t, diags, 2)
+	assert.Equal(t, RuleUnbound, diags[0].Rule)
+	assert.Contains(t, diags[0].Message, `load bank "lb-ma" of site s is not bound`)
+	assert.Equal(t, RuleUnknownChannel, diags[1].Rule)
+}
+
+func TestCheckAlarmDimension(t *testing.T) {
+	set, err := profile.MustLoad("../../fixtures/profiles")
+	require.NoError(t, err)
+	dev := &Device{Name: "cdu", Profile: set.Get("generic-cdu-int16"), ProfileName: "generic-cdu-int16"}
+	b := &Binding{Devices: []*Device{dev}, Channels: []*Channel{
+		{Name: "leak", Device: dev, Point: dev.Profile.Point("alarm-word"), PointName: "alarm-word"},
+	}}
+	diags := b.Check(Requirements{Source: "site s", Channels: []Want{{Name: "leak", Dim: profile.Alarm}}})
+	require.Len(t, diags, 1)
+	assert.Contains(t, diags[0].Message, "the channel is an alarm, but point alarm-word of profile generic-cdu-int16 is a plain number")
+}
+
+func TestSecretResolve(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "community"), []byte("s3cret\n"), 0o600))
+	env := map[string]string{"SEAM_C": "from-env"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		ref, want, err string
+	}{
+		{"env:SEAM_C", "from-env", ""},
+		{"env:SEAM_MISSING", "", "community of device d: environment variable SEAM_MISSING is not set"},
+		{"file:community", "s3cret", ""},
+		{"file:nope", "", "community of device d: reading " + filepath.Join(dir, "nope") + ": no such file or directory"},
+		{"public", "", `community of device d: "public" is not a reference: write env:NAME or file:PATH`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			got, err := Secret{Ref: tt.ref, What: "community of device d", Dir: dir}.Resolve(lookup)
+			if tt.err != "" {
+				require.EqualError(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestLoadMissingDir(t *testing.T) {
+	_, _, err := Load(filepath.Join(t.TempDir(), "none"))
+	require.Error(t, err)
+}
