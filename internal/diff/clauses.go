@@ -129,7 +129,7 @@ func (x scope) duty(o, n contract.Excitation) {
 		if q.Set {
 			return q.Canon, q.Raw
 		}
-		return defaultDuty, "the default 50 %"
+		return defaultDuty, "(default 50 %)"
 	}
 	a, aRaw := eff(o.Duty)
 	b, bRaw := eff(n.Duty)

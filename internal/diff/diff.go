@@ -59,6 +59,17 @@ type loc struct {
 }
 
 func (d *differ) add(rule string, sev Severity, side string, l loc, breaks []Party, format string, args ...any) {
+	d.addRaw(rule, sev, side, l, breaks, format, args...)
+	if side != "" {
+		cp := clausePrefix(l.path)
+		if !slices.Contains(d.changed[cp], side) {
+			d.changed[cp] = append(d.changed[cp], side)
+		}
+	}
+}
+
+// addRaw adds a finding without recording whose statement changed.
+func (d *differ) addRaw(rule string, sev Severity, side string, l loc, breaks []Party, format string, args ...any) {
 	f := Finding{Rule: rule, Name: ruleName(rule), Severity: sev, Side: side, Path: l.path, Breaks: breaks,
 		Message: l.path + ": " + fmt.Sprintf(format, args...), Old: d.old.at(l.old), New: d.new.at(l.new)}
 	if f.Breaks == nil {
@@ -68,12 +79,6 @@ func (d *differ) add(rule string, sev Severity, side string, l loc, breaks []Par
 		f.Boundary = l.boundary.ID
 	}
 	d.findings = append(d.findings, f)
-	if side != "" {
-		cp := clausePrefix(l.path)
-		if !slices.Contains(d.changed[cp], side) {
-			d.changed[cp] = append(d.changed[cp], side)
-		}
-	}
 }
 
 // judged adds a finding whose severity follows the direction rule.

@@ -42,9 +42,9 @@ type Rule struct {
 
 // Rules lists every rule in id order.
 var Rules = []Rule{
-	{RuleModuleAdded, "module-added", "a module appears in the site", "INFO", "INFO", ""},
-	{RuleModuleRemoved, "module-removed", "a module leaves the site", "WARN", "WARN", ""},
-	{RuleBoundaryAdded, "boundary-added", "a new joint; its parties must sign it", "INFO", "INFO", ""},
+	{RuleModuleAdded, "module-added", "a module appears in the site", "", "", "INFO"},
+	{RuleModuleRemoved, "module-removed", "a module leaves the site", "", "", "WARN"},
+	{RuleBoundaryAdded, "boundary-added", "a new joint; its parties must sign it", "", "", "INFO"},
 	{RuleBoundaryRemoved, "boundary-removed", "a joint disappears with everything its supplier guaranteed",
 		"ERR, breaks the consumer (its guarantees are gone)", "INFO (only requirements were dropped)", ""},
 	{RuleClauseAdded, "clause-added", "a clause appears in a boundary",
@@ -66,7 +66,7 @@ var Rules = []Rule{
 	{RuleRequiredness, "requiredness-changed", "a term is stated or dropped: a bound, an alarm, no_interruption, a whole guarantee or requirement",
 		"stated: INFO; dropped: ERR, breaks the consumer", "stated: ERR, breaks the supplier; dropped: INFO", ""},
 	{RuleDefaultChanged, "default-changed", "a value that was left to its default is now written with another value, or the reverse (duty 50 %, liquid_fraction 100 %, power_factor 1, coolant water)",
-		"as for the term it sets", "as for the term it sets", "WARN (site inventory)"},
+		"", "as for the term it sets (duty: higher is a larger swing)", "WARN (site inventory)"},
 	{RuleExcitationRaised, "excitation-raised", "a load swing grows: step, peak, ramp rate, repetitions, duty, a shorter period, a heavier failure load",
 		"INFO (the supplier withstands more)", "ERR, breaks the supplier (the consumer produces more)", ""},
 	{RuleExcitationLowered, "excitation-lowered", "a load swing shrinks",
@@ -78,8 +78,8 @@ var Rules = []Rule{
 	{RuleChannelAdded, "channel-added", "a boundary declares a new measurement channel", "", "", "INFO"},
 	{RuleChannelRemoved, "channel-removed", "a measurement channel disappears", "", "", "WARN, both parties"},
 	{RuleChannelChanged, "channel-changed", "a channel's quantity, element or safety flag changes", "", "", "WARN, both parties"},
-	{RuleGapOpened, "joint-gap-opened", "the joint check finds a gap on the new side that the old side did not have",
-		"ERR, breaks the consumer when the supplier's change opened it", "ERR, breaks the supplier when the consumer's change opened it", "ERR, both parties"},
+	{RuleGapOpened, "joint-gap-opened", "the joint check finds a gap on the new side that the old side did not have; its side is whose change in that clause opened it",
+		"ERR, breaks the consumer", "ERR, breaks the supplier", "ERR, both parties (both sides changed, or neither: the inventory did)"},
 	{RuleGapClosed, "joint-gap-closed", "a gap of the old side is gone", "", "", "INFO"},
 	{RuleCheckFailed, "check-failed", "another vet finding new on the new side: budgets, references, clause form, shared dependencies", "", "", "ERR for errors, WARN for warnings"},
 	{RuleChanged, "changed", "any other change of meaning, such as site inventory", "", "", "WARN"},

@@ -181,7 +181,8 @@ func (d *differ) newFinding(f diag.Diagnostic) {
 	l := loc{path: f.Path, boundary: b, new: f.Pos}
 	msg := strings.TrimPrefix(f.Message, f.Path+": ")
 	if isJoint(f.Rule) && b != nil {
-		d.add(RuleGapOpened, Err, "", l, d.gapBreaks(f.Path, b), "the new side opens a gap (%s): %s", f.Rule, msg)
+		side, breaks := d.gapBreaks(f.Path, b)
+		d.addRaw(RuleGapOpened, Err, side, l, breaks, "the new side opens a gap (%s): %s", f.Rule, msg)
 		return
 	}
 	sev := Err
@@ -197,15 +198,15 @@ func (d *differ) newFinding(f diag.Diagnostic) {
 	d.add(RuleCheckFailed, sev, "", l, breaks, "new %s %s: %s", f.Severity, f.Rule, msg)
 }
 
-// gapBreaks names who a new gap breaks: the consumer when only the
-// supplier's statements changed in the clause, the supplier when only
-// the consumer's did, else both.
-func (d *differ) gapBreaks(path string, b *contract.Boundary) []Party {
+// gapBreaks names whose change opened a new gap and whom it breaks: the
+// consumer when only the supplier's statements changed in the clause,
+// the supplier when only the consumer's did, else both.
+func (d *differ) gapBreaks(path string, b *contract.Boundary) (string, []Party) {
 	sides := d.changed[clausePrefix(path)]
 	if len(sides) == 1 {
-		return []Party{d.party(map[string]string{"supplier": "consumer", "consumer": "supplier"}[sides[0]], b)}
+		return sides[0], []Party{d.party(map[string]string{"supplier": "consumer", "consumer": "supplier"}[sides[0]], b)}
 	}
-	return d.both(b)
+	return "", d.both(b)
 }
 
 // boundaryAt returns the new side's boundary a path lies in, or nil.
