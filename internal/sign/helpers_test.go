@@ -21,7 +21,7 @@ const example = "../../contracts/examples/threemodule"
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // copyDir copies a contract directory (with cue.mod) into a temp dir.
-func copyDir(t *testing.T, src string) string {
+func copyDir(t testing.TB, src string) string {
 	t.Helper()
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
@@ -42,7 +42,7 @@ func copyDir(t *testing.T, src string) string {
 	return dst
 }
 
-func load(t *testing.T, dir string) *contract.Contracts {
+func load(t testing.TB, dir string) *contract.Contracts {
 	t.Helper()
 	c, diags, err := contract.Load(dir)
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func load(t *testing.T, dir string) *contract.Contracts {
 }
 
 // edit replaces the first occurrence of old in dir/file.
-func edit(t *testing.T, dir, file, old, new string) {
+func edit(t testing.TB, dir, file, old, new string) {
 	t.Helper()
 	p := filepath.Join(dir, file)
 	b, err := os.ReadFile(p)
@@ -62,7 +62,7 @@ func edit(t *testing.T, dir, file, old, new string) {
 
 // tightenP1Voltage edits one tolerance of one boundary: p1-ma's
 // voltage-a guarantee, leaving p2-mb and p3-mc as they were.
-func tightenP1Voltage(t *testing.T, dir string) {
+func tightenP1Voltage(t testing.TB, dir string) {
 	edit(t, dir, "power.cue", `guarantee: {nominal: "415 V", tolerance: "3 %"}`,
 		`guarantee: {nominal: "415 V", tolerance: [if c.power == "p1" {"2.5 %"}, "3 %"][0]}`)
 }
@@ -72,7 +72,7 @@ type party struct {
 	signer ssh.Signer
 }
 
-func newParty(t *testing.T, name string) party {
+func newParty(t testing.TB, name string) party {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func allowedLine(p party, options string) string {
 	return fmt.Sprintf("%s %s", p.name, key)
 }
 
-func allowedOf(t *testing.T, parties ...party) *AllowedSigners {
+func allowedOf(t testing.TB, parties ...party) *AllowedSigners {
 	t.Helper()
 	var lines []string
 	for _, p := range parties {
@@ -101,11 +101,11 @@ func allowedOf(t *testing.T, parties ...party) *AllowedSigners {
 }
 
 // exampleParties are the four vendors of the worked example.
-func exampleParties(t *testing.T) []party {
+func exampleParties(t testing.TB) []party {
 	return []party{newParty(t, "VoltSkid"), newParty(t, "CoolFlow"), newParty(t, "SiteOps"), newParty(t, "GPUWorks")}
 }
 
-func signAll(t *testing.T, dir string, parties []party, allowed *AllowedSigners) {
+func signAll(t testing.TB, dir string, parties []party, allowed *AllowedSigners) {
 	t.Helper()
 	c := load(t, dir)
 	for _, p := range parties {
