@@ -1,5 +1,7 @@
 package physics
 
+import "math"
+
 // CDU is one coolant distribution unit of a loop: its pumps and its leak
 // sensor. Its heat exchanger is lumped into the loop's.
 type CDU struct {
@@ -27,22 +29,32 @@ func (c *CDU) Redundant() bool {
 	return true
 }
 
-// Loop is a secondary cooling loop (technology coolant) with two lumped
-// thermal masses: the return side, heated by the IT load, and the supply
-// side, cooled by the CDUs' heat exchangers to facility water:
+// Loop is a secondary cooling loop (technology coolant). Coolant leaves
+// the CDUs' heat exchangers at Ts, travels the supply piping to the IT
+// cold plates, takes the IT heat, and travels the return piping back to
+// the heat exchangers, which reject heat to facility water:
 //
-//	C_r·dTr/dt = Q_it + ṁ·cp·(Ts − Tr)
-//	C_s·dTs/dt = ṁ·cp·(Tr − Ts) − Q_hx
-//	Q_hx = f(valve)·UA·(Tr − T_fw), at most ṁ·cp·(Tr − T_fw)
+//	pipes:  plug flow, as Cells well-mixed cells in series (a front
+//	        arrives after volume/flow, slightly spread)
+//	IT:     C_it·dT_it/dt = Q_it + ṁ·cp·(T_in − T_it)
+//	CDU:    C_hx·dTs/dt  = ṁ·cp·(Tr − Ts) − Q_hx + Q_pumps
+//	        Q_hx = f(valve)·UA·(Tr − T_fw), at most ṁ·cp·(Tr − T_fw)
 //
-// so at steady state Q_it = ṁ·cp·(Tr − Ts) = Q_hx. A PI controller holds
-// the supply temperature by moving the facility-water valve.
+// so at steady state Q_it + Q_pumps = ṁ·cp·(Tr − Ts) = Q_hx. A PI
+// controller holds Ts by moving the facility-water valve. Because the
+// return piping carries a heat step as a front, a fast step reaches the
+// heat exchanger as a near-step in Tr, while a slow ramp arrives as a
+// ramp: the valve's speed decides how far Ts overshoots.
 type Loop struct {
 	ID             string  // e.g. "l1/loop"
 	Cp             float64 // kJ/(kg·K)
 	Density        float64 // kg/L
-	ReturnMass     float64 // kg of coolant-equivalent on the return side
-	SupplyMass     float64 // kg on the supply side
+	SupplyPipe     float64 // kg of coolant in the supply piping
+	ReturnPipe     float64 // kg in the return piping
+	ITMass         float64 // kg-equivalent of the cold plates and manifolds
+	HXMass         float64 // kg-equivalent of the CDUs' heat exchangers
+	Cells          int     // cells per pipe; 0: 20
+	PumpEfficiency float64 // share of pump power that is hydraulic; 0: no pump heat
 	FacilityWater  float64 // degC
 	UA             float64 // kW/K of the heat exchangers, valve fully open
 	Setpoint       float64 // degC
@@ -54,48 +66,88 @@ type Loop struct {
 
 	RedundancyLost, Leak, HighTemp Delay
 
-	Ts, Tr float64 // degC
-	heat   float64 // kW from the IT load in the last step
-	hx     float64 // kW to facility water in the last step
+	Ts, Tr, TIT float64 // degC: CDU outlet, CDU inlet, IT outlet
+	supply, ret []float64
+	heat, hx    float64 // kW in the last step
 }
 
 // MassFlow is the coolant flow in kg/s.
 func (l *Loop) MassFlow() float64 { return l.Pumps.Flow() / 60 * l.Density }
 
+// PumpHeat is the pumps' power dissipated in the coolant, kW.
+func (l *Loop) PumpHeat() float64 {
+	if l.PumpEfficiency <= 0 {
+		return 0
+	}
+	return l.Pumps.DP() * l.Pumps.Flow() / 60000 / l.PumpEfficiency
+}
+
+func (l *Loop) cells() int {
+	if l.Cells > 0 {
+		return l.Cells
+	}
+	return 20
+}
+
 // Start sets the loop at its steady state for heatKW: pumps at the flow
 // setpoint, supply at the setpoint, return at Ts + Q/(ṁ·cp), valve where
-// it removes exactly heatKW.
+// it removes exactly the heat.
 func (l *Loop) Start(heatKW float64) {
 	l.Pumps.Start()
+	q := heatKW + l.PumpHeat()
 	l.Ts = l.Setpoint
-	l.Tr = l.Ts
+	rise := 0.0
 	if mc := l.MassFlow() * l.Cp; mc > 0 {
-		l.Tr += heatKW / mc
+		rise = heatKW / mc
 	}
+	l.TIT = l.Ts + rise
+	l.Tr = l.TIT
+	l.supply, l.ret = fill(l.cells(), l.Ts), fill(l.cells(), l.TIT)
 	f := 0.0
 	if d := l.Tr - l.FacilityWater; d > 0 && l.UA > 0 {
-		f = clamp(heatKW/(l.UA*d), 0, 1)
+		f = clamp(q/(l.UA*d), 0, 1)
 	}
 	l.Valve.Set(PositionFor(f, l.Valve.Authority))
 	l.Control.Preset(l.Valve.Position())
-	l.heat, l.hx = heatKW, heatKW
+	l.heat, l.hx = heatKW, q
+}
+
+func fill(n int, v float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
 }
 
 // Step runs the loop for dt seconds with heatKW from the IT load.
 func (l *Loop) Step(dt, heatKW float64) {
 	l.Pumps.Step(dt)
-	mc := l.MassFlow() * l.Cp
+	m := l.MassFlow()
+	mc := m * l.Cp
+	tin := advect(l.supply, l.Ts, m*dt/(l.SupplyPipe/float64(len(l.supply))))
+	l.TIT += (heatKW + mc*(tin-l.TIT)) / (l.ITMass * l.Cp) * dt
+	l.Tr = advect(l.ret, l.TIT, m*dt/(l.ReturnPipe/float64(len(l.ret))))
 	hx := 0.0
 	if d := l.Tr - l.FacilityWater; d > 0 {
-		hx = min(l.Valve.Fraction()*l.UA*d, mc*d)
+		hx = math.Min(l.Valve.Fraction()*l.UA*d, mc*d)
 	}
-	dTr := (heatKW + mc*(l.Ts-l.Tr)) / (l.ReturnMass * l.Cp)
-	dTs := (mc*(l.Tr-l.Ts) - hx) / (l.SupplyMass * l.Cp)
-	l.Tr += dTr * dt
-	l.Ts += dTs * dt
+	l.Ts += (mc*(l.Tr-l.Ts) - hx + l.PumpHeat()) / (l.HXMass * l.Cp) * dt
 	l.heat, l.hx = heatKW, hx
 	l.Valve.Step(dt, l.Control.Step(dt, l.Ts-l.Setpoint))
 	l.stepAlarms(dt)
+}
+
+// advect moves coolant through cells by the share k of a cell's mass
+// and returns the outlet temperature.
+func advect(cells []float64, inlet, k float64) float64 {
+	k = math.Min(k, 1)
+	prev := inlet
+	for i := range cells {
+		cells[i] += k * (prev - cells[i])
+		prev = cells[i]
+	}
+	return prev
 }
 
 func (l *Loop) stepAlarms(dt float64) {
@@ -114,3 +166,12 @@ func (l *Loop) Heat() float64 { return l.heat }
 
 // Removed is the heat to facility water in the last step, kW.
 func (l *Loop) Removed() float64 { return l.hx }
+
+// TransitTime is how long coolant takes from the IT outlet to the CDU
+// at the present flow, s.
+func (l *Loop) TransitTime() float64 {
+	if m := l.MassFlow(); m > 0 {
+		return l.ReturnPipe / m
+	}
+	return math.Inf(1)
+}
