@@ -179,8 +179,9 @@ func (pt *Point) parseOctets(s string) (float64, error) {
 }
 
 // ToSNMP turns a raw number into the Go value of the point's SNMP type:
-// int for Integer, uint32 for Gauge32 and Counter32, uint64 for
-// Counter64, string for OctetString.
+// int for Integer, uint for Gauge32 and Counter32, uint64 for
+// Counter64, string for OctetString: the types gosnmp decodes into and
+// GoSNMPServer's OnGet must return.
 func (pt *Point) ToSNMP(raw float64) (any, error) {
 	if err := pt.checkRaw(raw); err != nil {
 		return nil, err
@@ -189,7 +190,7 @@ func (pt *Point) ToSNMP(raw float64) (any, error) {
 	case Integer:
 		return int(raw), nil
 	case Gauge32, Counter32:
-		return uint32(raw), nil
+		return uint(raw), nil
 	case Counter64:
 		return uint64(raw), nil
 	case OctetString:
@@ -273,6 +274,47 @@ func fmtValue(v float64, unit string) string {
 	return strings.TrimSpace(strconv.FormatFloat(v, 'g', 6, 64) + " " + unit)
 }
 
+// InUnit converts a canonical value into the point's own Unit.
+func (pt *Point) InUnit(canon float64) float64 {
+	if pt.Dim == Alarm || pt.Dim == Raw {
+		return canon
+	}
+	return (canon - pt.unitOffset) / pt.unitScale
+}
+
+// FromUnit converts a value in the point's own Unit into canonical units.
+func (pt *Point) FromUnit(v float64) float64 {
+	if pt.Dim == Alarm || pt.Dim == Raw {
+		return v
+	}
+	return v*pt.unitScale + pt.unitOffset
+}
+
+// Default is a plausible canonical value for the point: 0 moved into its
+// plausible range. Simulators start from it.
+func (pt *Point) Default() float64 {
+	v := 0.0
+	if pt.Plausible.HasMin && v < pt.Plausible.Min {
+		v = pt.Plausible.Min
+	}
+	if pt.Plausible.HasMax && v > pt.Plausible.Max {
+		v = pt.Plausible.Max
+	}
+	return pt.FromUnit(v)
+}
+
+// CheckValue returns an error when a canonical value lies outside the
+// point's plausible range: a value no device should be sent.
+func (pt *Point) CheckValue(canon float64) error {
+	if pt.Dim == Alarm || math.IsNaN(canon) {
+		return nil
+	}
+	if v := pt.InUnit(canon); !pt.Plausible.Contains(v) {
+		return fmt.Errorf("%s: %s is outside the plausible range %s", pt.Name, fmtValue(v, pt.Unit), pt.Plausible.format(pt.Unit))
+	}
+	return nil
+}
+
 // Raw turns a value in canonical units into the point's raw number: the
 // inverse of Value, rounded for integer types. For an alarm, a non-zero
 // value gives the active raw value (the bit alone for a bit alarm; Put
@@ -281,7 +323,7 @@ func (pt *Point) Raw(canon float64, digits int) (float64, error) {
 	if pt.Dim == Alarm {
 		return pt.alarmRaw(canon != 0), nil
 	}
-	v := (canon - pt.unitOffset) / pt.unitScale
+	v := pt.InUnit(canon)
 	raw := (v - pt.Offset) / pt.Scale * math.Pow10(digits)
 	if pt.Type != Float32 && pt.Type != OctetString {
 		raw = math.Round(raw)
