@@ -28,6 +28,15 @@ type Action struct {
 // (encrypted) are always answered.
 type SNMPFault func(req *gosnmp.SnmpPacket) Action
 
+// User is an SNMP v3 user of the agent.
+type User struct {
+	Name     string
+	Auth     gosnmp.SnmpV3AuthProtocol
+	AuthPass string
+	Priv     gosnmp.SnmpV3PrivProtocol // gosnmp.NoPriv: authNoPriv
+	PrivPass string
+}
+
 // Set is one SET the agent accepted.
 type Set struct {
 	OID   string
@@ -40,7 +49,7 @@ type Agent struct {
 	Addr      string
 	Profile   *profile.Profile
 	Community string
-	Users     []gosnmp.UsmSecurityParameters
+	Users     []User
 
 	mu      sync.Mutex
 	values  map[string]any // OID → value of the GoSNMPServer type
@@ -55,7 +64,7 @@ type Agent struct {
 // at values (canonical, by point name; others at their Default, raw
 // points 0). A point with decimal
 // digits is encoded with the digits its digits point holds.
-func NewAgent(p *profile.Profile, values map[string]float64, community string, users ...gosnmp.UsmSecurityParameters) (*Agent, error) {
+func NewAgent(p *profile.Profile, values map[string]float64, community string, users ...User) (*Agent, error) {
 	a := &Agent{Profile: p, Community: community, Users: users, values: map[string]any{}}
 	for _, pt := range p.Points {
 		v, err := pt.ToSNMP(0)
@@ -176,8 +185,13 @@ func (a *Agent) master() (*GoSNMPServer.MasterAgent, error) {
 		items = append(items, item)
 	}
 	a.boots++
+	var usm []gosnmp.UsmSecurityParameters
+	for _, u := range a.Users {
+		usm = append(usm, gosnmp.UsmSecurityParameters{UserName: u.Name, AuthenticationProtocol: u.Auth,
+			AuthenticationPassphrase: u.AuthPass, PrivacyProtocol: u.Priv, PrivacyPassphrase: u.PrivPass})
+	}
 	m := &GoSNMPServer.MasterAgent{Logger: GoSNMPServer.NewDiscardLogger(),
-		SecurityConfig: GoSNMPServer.SecurityConfig{AuthoritativeEngineBoots: a.boots, Users: a.Users},
+		SecurityConfig: GoSNMPServer.SecurityConfig{AuthoritativeEngineBoots: a.boots, Users: usm},
 		SubAgents: []*GoSNMPServer.SubAgent{{CommunityIDs: []string{a.Community, ""}, OIDs: items,
 			UserErrorMarkPacket: true, Logger: GoSNMPServer.NewDiscardLogger()}}}
 	return m, m.ReadyForWork()
