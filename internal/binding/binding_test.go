@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -204,4 +205,52 @@ func TestSecretResolve(t *testing.T) {
 func TestLoadMissingDir(t *testing.T) {
 	_, _, err := Load(filepath.Join(t.TempDir(), "none"))
 	require.Error(t, err)
+}
+
+// Marshal writes what Load reads back: the simulator prints its
+// endpoints this way.
+func TestMarshalRoundTrip(t *testing.T) {
+	b, diags, err := Load("../../fixtures/bindings/threemodule")
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	b.Device("cdu-l2").Timeout = 250 * time.Millisecond
+	b.Device("ups-p1").Retries = 2
+	b.LoadBank("lb-mc").Roles[RoleFaultReset] = "fault-reset"
+	dir := t.TempDir()
+	out := Marshal(b, "sim")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "binding.cue"), out, 0o644))
+	back, diags, err := Load(dir)
+	require.NoError(t, err)
+	require.Empty(t, diags, "%s", out)
+
+	strip := func(b *Binding) ([]Device, []Channel, []LoadBank) {
+		var ds []Device
+		for _, d := range b.Devices {
+			c := *d
+			c.Pos, c.Profile, c.Community.Pos, c.Community.Dir = diag.Pos{}, nil, diag.Pos{}, ""
+			if c.V3 != nil {
+				v3 := *c.V3
+				v3.AuthPass.Pos, v3.PrivPass.Pos, v3.AuthPass.Dir, v3.PrivPass.Dir = diag.Pos{}, diag.Pos{}, "", ""
+				c.V3 = &v3
+			}
+			ds = append(ds, c)
+		}
+		var cs []Channel
+		for _, ch := range b.Channels {
+			cs = append(cs, Channel{Name: ch.Name, DeviceName: ch.DeviceName, PointName: ch.PointName, Optional: ch.Optional})
+		}
+		var ls []LoadBank
+		for _, lb := range b.LoadBanks {
+			ls = append(ls, LoadBank{Name: lb.Name, DeviceName: lb.DeviceName, Roles: lb.Roles})
+		}
+		return ds, cs, ls
+	}
+	d1, c1, l1 := strip(b)
+	d2, c2, l2 := strip(back)
+	assert.Equal(t, d1, d2)
+	assert.Equal(t, c1, c2)
+	assert.Equal(t, l1, l2)
+	assert.Equal(t, b.ProfileDirs, back.ProfileDirs)
+	assert.Equal(t, b.Contracts, back.Contracts)
+	assert.Contains(t, string(out), `"cdu-l2": {protocol: "modbus-tcp", address: "127.0.0.1:5021", profile: "generic-cdu-float32", timeout: "250 ms", unit: 1}`)
 }
