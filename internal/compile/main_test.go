@@ -1,0 +1,3 @@
+package compile_test
+
+const example = "../../contracts/examples/threemodule"

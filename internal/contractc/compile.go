@@ -1,0 +1,121 @@
+package contractc
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/compile"
+	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/plan"
+)
+
+func init() {
+	register("compile", "compile contracts into a FAT, SAT or IST test plan", runCompile)
+}
+
+func runCompile(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("DIR [--level fat|sat|ist|all] [--module M] [--max-hold 30s] [-o plan.json]", flag.ContinueOnError)
+	level := fs.String("level", plan.All, "plan level: "+strings.Join(compile.Levels, ", "))
+	module := fs.String("module", "", "only the cases that involve this module")
+	maxHold := fs.Duration("max-hold", 0, "cap soak holds and square-wave runs, e.g. 30s for demos (0: no cap); recorded in the plan")
+	out := fs.String("o", "-", "write the plan to this file; - is stdout")
+	format := fs.String("format", "text", "diagnostics format: "+strings.Join(diag.Formats, ", "))
+	pos, err := cli.Parse(fs, args)
+	if err == nil && len(pos) != 1 {
+		err = cli.Usagef("want one contract directory, got %d arguments", len(pos))
+	}
+	if err == nil && !slices.Contains(diag.Formats, *format) {
+		err = cli.Usagef("unknown format %q (want one of %s)", *format, strings.Join(diag.Formats, ", "))
+	}
+	if err != nil {
+		return fail(stderr, "compile", fs, err)
+	}
+	p, diags, err := compile.Dir(pos[0], compile.Options{Level: *level, Module: *module, MaxHold: *maxHold})
+	if err != nil {
+		return fail(stderr, "compile", fs, err)
+	}
+	rules := maps.Clone(contract.Rules)
+	maps.Copy(rules, compile.Rules)
+	if p == nil {
+		diag.Render(stderr, *format, diags, rules)
+		fmt.Fprintf(stderr, "contractc compile: %s has errors: no plan written (run contractc vet %s)\n", pos[0], pos[0])
+		return cli.ExitFindings
+	}
+	b, err := plan.Encode(p)
+	if err == nil {
+		err = writeOut(*out, b, stdout)
+	}
+	if err != nil {
+		return fail(stderr, "compile", fs, err)
+	}
+	if len(diags) > 0 {
+		diag.Render(stderr, *format, diags, rules)
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", where(*out), summary(p))
+	if diags.Count(diag.Error) > 0 {
+		fmt.Fprintf(stderr, "contractc compile: %d clause(s) cannot be tested: the plan leaves them out, and the coverage table says why\n", untestable(p))
+		return cli.ExitFindings
+	}
+	return cli.ExitOK
+}
+
+// writeOut writes b to path through a temporary file, so a failed
+// compile never leaves half a plan behind.
+func writeOut(path string, b []byte, stdout io.Writer) error {
+	if path == "-" {
+		_, err := stdout.Write(b)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".plan-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func where(out string) string {
+	if out == "-" {
+		return "plan"
+	}
+	return "wrote " + out
+}
+
+// summary is one line about a plan: cases, duration, coverage.
+func summary(p *plan.Plan) string {
+	count := map[string]int{}
+	for _, c := range p.Coverage {
+		count[c.Status]++
+	}
+	return fmt.Sprintf("%d cases, estimated %s; %d clauses: %d full, %d partial, %d untestable, %d at another level",
+		len(p.Cases), duration(p.Header.EstimatedS), len(p.Coverage), count[plan.Full], count[plan.Partial],
+		count[plan.Untestable], count[plan.NotAtLevel])
+}
+
+func untestable(p *plan.Plan) int {
+	n := 0
+	for _, c := range p.Coverage {
+		if c.Status == plan.Untestable {
+			n++
+		}
+	}
+	return n
+}
