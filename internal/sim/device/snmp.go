@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	GoSNMPServer "github.com/slayercat/GoSNMPServer"
 	"github.com/gosnmp/gosnmp"
+	GoSNMPServer "github.com/slayercat/GoSNMPServer"
 
 	"github.com/seamdc/seam/internal/profile"
 )
