@@ -2,8 +2,10 @@ package binding
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -41,6 +43,9 @@ func Schema() []byte { return append([]byte(nil), schemaCUE...) }
 // are diagnostics positioned relative to dir. Use the binding only when
 // diags has no error.
 func Load(dir string) (*Binding, diag.List, error) {
+	if err := isDir(dir); err != nil {
+		return nil, nil, err
+	}
 	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: ImportPath, Files: map[string][]byte{"binding.cue": schemaCUE}, Bind: bind})
 	if err != nil {
 		return nil, nil, fmt.Errorf("binding: %w", err)
@@ -266,4 +271,17 @@ func rebase(to, from string, p diag.Pos) diag.Pos {
 		p.File = filepath.ToSlash(rel)
 	}
 	return p
+}
+
+// isDir checks dir first, so that a wrong path reads "binding directory
+// x: no such file or directory" rather than a loader's message.
+func isDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("binding directory %s: %w", dir, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("binding directory %s: not a directory", dir)
+	}
+	return nil
 }

@@ -56,7 +56,7 @@ func (b *base) readings(raws map[string]raw) []Reading {
 	for i, pt := range p.Points {
 		byName[pt.Name] = i
 		rw := raws[pt.Name]
-		rs[i] = Reading{Device: b.dev.Name, Point: pt.Name, Unit: pt.CanonicalUnit(), Raw: rw.value,
+		rs[i] = Reading{Device: b.dev.Name, Point: pt.Name, Unit: pt.CanonicalUnit(), Raw: rw.value, Alarm: pt.Dim == profile.Alarm,
 			Received: rw.received, Latency: rw.latency, Err: rw.err}
 		if rw.err != nil {
 			rs[i].Quality = Bad

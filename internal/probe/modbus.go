@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -60,6 +61,15 @@ func (d *modbusDevice) connect() error {
 	if err != nil {
 		return err
 	}
+	if d.dev.Protocol == binding.ModbusTCP {
+		// the library dials with a fixed 5 s timeout: find out within the
+		// device's own timeout whether anything answers
+		conn, err := net.DialTimeout("tcp", d.dev.Address, d.dev.Timeout)
+		if err != nil {
+			return err
+		}
+		conn.Close()
+	}
 	if err := c.Open(); err != nil {
 		return err
 	}
@@ -71,6 +81,12 @@ func (d *modbusDevice) connect() error {
 	d.log.Debug("connected")
 	return nil
 }
+
+// connectError is a failure to open a connection.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string { return "connect: " + e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
 
 // drop closes the connection after an error; the next request reopens.
 func (d *modbusDevice) drop(err error) {
@@ -93,7 +109,7 @@ func (d *modbusDevice) do(ctx context.Context, retry bool, req func(*modbus.Modb
 		}
 		if err := d.connect(); err != nil {
 			d.lastSent = d.opts.Clock.Now()
-			return 0, fmt.Errorf("connect: %w", describeModbus(err, d.dev.Timeout))
+			return 0, &connectError{describeModbus(err, d.dev.Timeout)}
 		}
 		start := d.opts.Clock.Now()
 		d.lastSent = start
@@ -120,15 +136,24 @@ func (d *modbusDevice) Read(ctx context.Context) ([]Reading, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	raws := map[string]raw{}
+	var connectErr error // once a connect fails, the read's other requests fail with it
 	for _, req := range d.dev.Profile.Plan {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		var regs []uint16
-		latency, err := d.do(ctx, true, func(c *modbus.ModbusClient) (err error) {
-			regs, err = readRequest(c, req)
-			return err
-		})
+		var latency time.Duration
+		err := connectErr
+		if err == nil {
+			latency, err = d.do(ctx, true, func(c *modbus.ModbusClient) (err error) {
+				regs, err = readRequest(c, req)
+				return err
+			})
+			var ce *connectError
+			if errors.As(err, &ce) {
+				connectErr = err
+			}
+		}
 		now := d.opts.Clock.Now()
 		if err == nil && len(regs) != int(req.Count) {
 			err = fmt.Errorf("garbled reply: %d values for %d asked", len(regs), req.Count)

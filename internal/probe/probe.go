@@ -76,6 +76,8 @@ type Reading struct {
 	Raw float64
 	// State names the raw value, for points with states.
 	State string
+	// Alarm is set for alarm points: Value is 1 when the alarm is active.
+	Alarm bool
 	// DeviceTime is the device's own time of the measurement, or zero.
 	DeviceTime time.Time
 	Received   time.Time

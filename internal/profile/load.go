@@ -2,8 +2,10 @@ package profile
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +72,9 @@ var Rules = map[string]string{
 // positioned in the files relative to dir. The set holds the profiles
 // that decoded; use it only when diags has no error.
 func Load(dir string) (*Set, diag.List, error) {
+	if err := isDir(dir); err != nil {
+		return nil, nil, err
+	}
 	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: ImportPath, Files: map[string][]byte{"profile.cue": schemaCUE}, Bind: bind})
 	if err != nil {
 		return nil, nil, fmt.Errorf("profiles: %w", err)
@@ -448,4 +453,17 @@ func distance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// isDir checks dir first, so that a wrong path reads "binding directory
+// x: no such file or directory" rather than a loader's message.
+func isDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("profile directory %s: %w", dir, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("profile directory %s: not a directory", dir)
+	}
+	return nil
 }

@@ -190,9 +190,13 @@ func (a *Agent) master() (*GoSNMPServer.MasterAgent, error) {
 		usm = append(usm, gosnmp.UsmSecurityParameters{UserName: u.Name, AuthenticationProtocol: u.Auth,
 			AuthenticationPassphrase: u.AuthPass, PrivacyProtocol: u.Priv, PrivacyPassphrase: u.PrivPass})
 	}
+	communities := []string{""} // v3 with an empty context name lands here
+	if a.Community != "" {
+		communities = append(communities, a.Community)
+	}
 	m := &GoSNMPServer.MasterAgent{Logger: GoSNMPServer.NewDiscardLogger(),
 		SecurityConfig: GoSNMPServer.SecurityConfig{AuthoritativeEngineBoots: a.boots, Users: usm},
-		SubAgents: []*GoSNMPServer.SubAgent{{CommunityIDs: []string{a.Community, ""}, OIDs: items,
+		SubAgents: []*GoSNMPServer.SubAgent{{CommunityIDs: communities, OIDs: items,
 			UserErrorMarkPacket: true, Logger: GoSNMPServer.NewDiscardLogger()}}}
 	return m, m.ReadyForWork()
 }
