@@ -132,9 +132,13 @@ func (k *compiler) failureLoad(level string, b *contract.Boundary, f *contract.F
 	}
 	load = newProgram(lb).setpointUncapped(load)
 	if load > lb.Rating.Canon+1e-9 {
+		what := ""
+		if defaulted {
+			what = fmt.Sprintf(" (%s's design load: the clause states none, and IST tests under load)", b.Consumer.To)
+		}
 		k.untestable(cl, level, RuleNoLoad, firstValid(f.Load.Pos, f.Pos),
 			fmt.Sprintf("connect a load bank of at least %s at %s under site.loadbanks", kwText(load), b.Consumer.To),
-			"the load of %s is larger than any load bank at %s (the largest, %s, is rated %s)", kwText(load), b.Consumer.To, lb.ID, kwText(lb.Rating.Canon))
+			"the load of %s%s is larger than any load bank at %s (the largest, %s, is rated %s)", kwText(load), what, b.Consumer.To, lb.ID, kwText(lb.Rating.Canon))
 		return 0, nil, false, false
 	}
 	return load, lb, defaulted, true

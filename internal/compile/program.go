@@ -164,9 +164,9 @@ func (p *program) climb(target, design, settle float64) {
 	rate := p.gentleRate(design)
 	for _, f := range stepLevels[1:] {
 		kw := p.setpoint(design*f/100, false)
-		// a level within 5 % of the design load below the target is
+		// a level within 2 % of the design load below the target is
 		// not a step worth settling at
-		if kw >= target-0.05*design || kw <= p.kw {
+		if kw >= target-0.02*design || kw <= p.kw {
 			continue
 		}
 		p.ramp(fmt.Sprintf("ramp-%g", f), kw, rate, fmt.Sprintf("%g %% of the design load", f))

@@ -82,13 +82,18 @@ func (k *compiler) interlock(b *contract.Boundary, ch *contract.Channel, fail *c
 		il.Sources = []string{safety}
 		return il
 	}
+	// the limits follow the widest band on each side; only the values
+	// of the bands that set a limit are its sources
 	lo, hi := math.Inf(1), math.Inf(-1)
-	var sources []string
-	var parts []string
+	var loSrc, hiSrc []string
+	var loWhat, hiWhat string
 	widen := func(bd band, what string) {
-		lo, hi = math.Min(lo, bd.lo), math.Max(hi, bd.hi)
-		sources = append(sources, bd.sources...)
-		parts = append(parts, what)
+		if bd.lo < lo {
+			lo, loSrc, loWhat = bd.lo, bd.sources, what
+		}
+		if bd.hi > hi {
+			hi, hiSrc, hiWhat = bd.hi, bd.sources, what
+		}
 	}
 	for _, s := range b.Steady {
 		if s.Channel.To != ch.Name {
@@ -152,8 +157,16 @@ func (k *compiler) interlock(b *contract.Boundary, ch *contract.Channel, fail *c
 	if math.IsInf(lo, -1) || math.IsInf(hi, 1) {
 		widened = "widened by 5 % of its limit"
 	}
-	il.Reason = strings.Join(parts, ", ") + ", " + widened
-	il.Sources = dedupe(append([]string{safety}, sources...))
+	what := loWhat
+	if hiWhat != loWhat && !math.IsInf(hi, 1) {
+		if math.IsInf(lo, -1) {
+			what = hiWhat
+		} else {
+			what = loWhat + " below, " + hiWhat + " above"
+		}
+	}
+	il.Reason = what + ", " + widened
+	il.Sources = dedupe(append(append([]string{safety}, loSrc...), hiSrc...))
 	return il
 }
 

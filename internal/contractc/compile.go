@@ -60,8 +60,8 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 		diag.Render(stderr, *format, diags, rules)
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", where(*out), summary(p))
-	if diags.Count(diag.Error) > 0 {
-		fmt.Fprintf(stderr, "contractc compile: %d clause(s) cannot be tested: the plan leaves them out, and the coverage table says why\n", untestable(p))
+	if n := untestable(diags); n > 0 {
+		fmt.Fprintf(stderr, "contractc compile: %d clause(s) cannot be tested at some level: the plan leaves those cases out, and its coverage table says why\n", n)
 		return cli.ExitFindings
 	}
 	return cli.ExitOK
@@ -110,12 +110,13 @@ func summary(p *plan.Plan) string {
 		count[plan.Untestable], count[plan.NotAtLevel])
 }
 
-func untestable(p *plan.Plan) int {
-	n := 0
-	for _, c := range p.Coverage {
-		if c.Status == plan.Untestable {
-			n++
+// untestable counts the clauses with an error diagnostic.
+func untestable(diags diag.List) int {
+	paths := map[string]bool{}
+	for _, d := range diags {
+		if d.Severity == diag.Error {
+			paths[d.Path] = true
 		}
 	}
-	return n
+	return len(paths)
 }

@@ -184,7 +184,7 @@ func checkText(k plan.Check) string {
 			what += " nor above " + num(*k.Max, k.Unit)
 		}
 	case plan.SettlesWithin:
-		what = fmt.Sprintf("%s from %s on", bandText(k.Min, k.Max, k.Unit), duration(k.WithinS))
+		return fmt.Sprintf("%s from %s to %s after %s", bandText(k.Min, k.Max, k.Unit), duration(k.WithinS), duration(k.ForS), k.From)
 	}
 	return what + " " + windowText(k)
 }

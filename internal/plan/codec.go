@@ -216,8 +216,9 @@ func syntaxError(b []byte, err error) error {
 	if off < 0 {
 		return fmt.Errorf("plan: %w", err)
 	}
+	// the offset counts the bytes read, the offending one included
 	line, col := 1, 1
-	for _, c := range b[:min(int(off), len(b))] {
+	for _, c := range b[:min(max(int(off)-1, 0), len(b))] {
 		if c == '\n' {
 			line, col = line+1, 1
 		} else {
