@@ -1,0 +1,213 @@
+package report
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/seamdc/seam/internal/version"
+)
+
+//go:embed tmpl/report.html tmpl/report.css
+var tmplFS embed.FS
+
+var htmlTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
+	"upper":        strings.ToUpper,
+	"add":          func(a, b int) int { return a + b },
+	"stamp":        stamp,
+	"duration":     func(c Case) string { return c.Duration().Round(time.Millisecond).String() },
+	"caseAnchor":   func(id string) string { return "case-" + anchor(id) },
+	"plotAnchor":   func(id string) string { return "plot-" + anchor(id) },
+	"outcomeClass": func(o string) string { return map[bool]string{true: "good", false: "bad"}[o == "passed"] },
+	"verdictClass": func(v string) string { return v },
+	"verdict": func(v string) template.HTML {
+		return template.HTML(fmt.Sprintf(`<span class="v v-%s">%s</span>`, template.HTMLEscapeString(v), template.HTMLEscapeString(v)))
+	},
+	"measured": func(c Check) string { return value(c, c.Measured) },
+	"limit":    func(c Check) string { return value(c, c.Limit) },
+	"margin":   func(c Check) string { return value(c, c.Margin) },
+}).ParseFS(tmplFS, "tmpl/report.html"))
+
+type htmlPage struct {
+	Title   string
+	Version string
+	CSS     template.CSS
+	Run     *Run
+	Counts  Counts
+	Tallies []tally
+	Failed  []failed
+	Plots   []*htmlPlot // by case index; nil where a case has no plot
+}
+
+type tally struct {
+	By     string
+	Groups []Group
+}
+
+type failed struct {
+	Case   *Case
+	Checks []Check
+}
+
+type htmlPlot struct {
+	SVG     template.HTML
+	Legend  []legendItem
+	Caption string
+}
+
+// legendItem is a swatch under a plot: the HTML draws the legend so
+// that it never covers the data.
+type legendItem struct {
+	Class, Label string
+}
+
+func legend(p *PlotData) []legendItem {
+	out := []legendItem{{"measured", "measured " + p.Channel}}
+	seen := map[string]bool{}
+	failed := false
+	for _, b := range p.Bands {
+		failed = failed || b.Failed
+		if b.Label == "" || seen[b.Label] {
+			continue
+		}
+		seen[b.Label] = true
+		class := "steady"
+		switch {
+		case b.Failed:
+			class = "failed"
+		case b.Envelope:
+			class = "envelope"
+		}
+		out = append(out, legendItem{class, b.Label})
+	}
+	if failed {
+		out = append(out, legendItem{"outside", "samples outside a failed limit"})
+	}
+	if p.ExcitationChannel != "" {
+		out = append(out, legendItem{"excitation", "excitation " + p.ExcitationChannel + " (lower axis)"})
+	}
+	return out
+}
+
+// HTML writes the report as one self-contained page: inline CSS and SVG,
+// no script, no fetch, so it opens offline and prints as it shows.
+func HTML(w io.Writer, r *Run) error {
+	css, err := tmplFS.ReadFile("tmpl/report.css")
+	if err != nil {
+		return err
+	}
+	page := htmlPage{
+		Title:   title(r),
+		Version: version.Version,
+		CSS:     template.CSS(css),
+		Run:     r,
+		Tallies: []tally{
+			{"level", Tally(r.Cases, func(c *Case) string { return c.Level })},
+			{"module", Tally(r.Cases, func(c *Case) string { return c.Module })},
+			{"boundary", Tally(r.Cases, func(c *Case) string { return c.Boundary })},
+		},
+		Plots: make([]*htmlPlot, len(r.Cases)),
+	}
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		page.Counts.Add(c.Verdict)
+		if c.Verdict != Pass {
+			page.Failed = append(page.Failed, failed{c, failingChecks(c)})
+		}
+		if c.Plot == nil {
+			continue
+		}
+		svg, err := c.Plot.SVG()
+		if err != nil {
+			return fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		page.Plots[i] = &htmlPlot{SVG: template.HTML(svg), Legend: legend(c.Plot), Caption: caption(c.Plot)}
+	}
+	if err := htmlTmpl.Execute(w, page); err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	return nil
+}
+
+func title(r *Run) string {
+	level := strings.ToUpper(r.Level)
+	if level == "" || level == "ALL" {
+		level = "FAT/SAT/IST"
+	}
+	t := fmt.Sprintf("%s evidence report: site %s", level, r.Site)
+	if r.Module != "" {
+		t += ", module " + r.Module
+	}
+	return t
+}
+
+func failingChecks(c *Case) []Check {
+	var out []Check
+	for _, k := range c.Checks {
+		if k.Verdict != Pass {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func caption(p *PlotData) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d samples of %s", p.Samples, p.Channel)
+	if len(p.Measured) < p.Samples {
+		fmt.Fprintf(&b, ", drawn as %d points that keep the first, lowest, highest and last sample of each interval, so no excursion is hidden", len(p.Measured))
+	}
+	if p.BadQuality > 0 {
+		fmt.Fprintf(&b, "; %d samples of bad quality not drawn", p.BadQuality)
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+// anchor makes an id usable as an HTML fragment.
+func anchor(id string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, id)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+}
+
+// value formats a check's number with its unit, or a dash.
+func value(c Check, v float64) string {
+	if !c.HasValue || math.IsNaN(v) {
+		return "—"
+	}
+	return fmtNum(v, c.Unit)
+}
+
+func fmtNum(v float64, unit string) string {
+	s := fmt.Sprintf("%.4g", v)
+	if math.Abs(v) >= 1e4 {
+		s = fmt.Sprintf("%.0f", v)
+	}
+	if unit != "" {
+		s += " " + unit
+	}
+	return s
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

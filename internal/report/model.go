@@ -1,0 +1,152 @@
+// Package report turns an evidence bundle into the documents people and
+// machines read: a self-contained HTML report with a plot per case, JUnit
+// XML for CI, CSV for spreadsheets, a markdown summary for pull-request
+// comments, and case-by-case comparisons of two runs (FAT at the factory
+// against SAT on site). Everything is built from the bundle alone, and
+// every verdict is re-graded from the raw samples first: a report never
+// repeats a verdict it cannot reproduce.
+package report
+
+import (
+	"time"
+)
+
+// Outcomes of a case or check, as the runner records them.
+const (
+	Pass    = "PASS"
+	Fail    = "FAIL"
+	Error   = "ERROR"
+	Aborted = "ABORTED"
+	Skipped = "SKIPPED"
+)
+
+// Run is the report's view of one evidence bundle.
+type Run struct {
+	Dir             string
+	Site            string
+	Level           string // the plan's level: fat, sat, ist, all
+	Module          string // the module the plan is restricted to, if any
+	ToolVersion     string
+	PlanDigest      string
+	ContractsDigest string
+	BindingDigest   string
+	Outcome         string // passed, failed, aborted, error
+	Sim             string // non-empty when run against the simulated site: what it was
+	Started         time.Time
+	Finished        time.Time
+	Signed          bool
+	SignedBy        string     // key fingerprint
+	Integrity       []string   // what evidence.Verify found wrong
+	Mismatches      []Mismatch // re-graded verdicts that differ from the recorded ones
+	Cases           []Case
+	Witnesses       []Witness
+}
+
+// OK reports whether the bundle verified and every verdict re-graded to
+// what was recorded.
+func (r *Run) OK() bool { return len(r.Integrity) == 0 && len(r.Mismatches) == 0 }
+
+// Case is one test case with its checks and plot.
+type Case struct {
+	ID         string
+	Title      string
+	Level      string
+	Kind       string // steady, transient, failure
+	Module     string
+	Boundary   string
+	ClausePath string // boundaries."p1-ma".steady."voltage-a"
+	ClausePos  string // file:line:col in the contracts
+	Verdict    string
+	Reason     string // why an ERROR, ABORTED or SKIPPED case has no verdict
+	Start, End time.Time
+	Checks     []Check
+	Plot       *PlotData // nil when the case has no samples to show
+}
+
+// Duration is how long the case ran.
+func (c *Case) Duration() time.Duration {
+	if c.Start.IsZero() || c.End.IsZero() {
+		return 0
+	}
+	return c.End.Sub(c.Start)
+}
+
+// Check is one graded check of a case.
+type Check struct {
+	ID      string
+	Kind    string // in_band, max_deviation, recovery_time, …
+	Side    string // guarantee, require
+	Channel string
+	Unit    string
+	Verdict string
+	// Measured, Limit and Margin are in Unit (seconds for time checks);
+	// Margin is positive inside the limit, negative outside.
+	Measured, Limit, Margin float64
+	HasValue                bool   // false when nothing could be measured
+	Detail                  string // the grader's sentence: "431.2 V above 430.6 V at +12.4 s"
+	Sources                 []string
+}
+
+// Mismatch is a verdict the raw samples do not reproduce.
+type Mismatch struct {
+	Case, Check       string
+	Recorded, Regrade string // verdicts
+	Detail            string
+}
+
+// Witness is a manual step and who confirmed it.
+type Witness struct {
+	Case   string
+	Step   string
+	Action string
+	By     string
+	At     time.Time
+	Note   string
+}
+
+// Counts is the pass/fail tally of a group of cases.
+type Counts struct {
+	Pass, Fail, Error, Aborted, Skipped int
+}
+
+// Add counts one verdict.
+func (c *Counts) Add(verdict string) {
+	switch verdict {
+	case Pass:
+		c.Pass++
+	case Fail:
+		c.Fail++
+	case Error:
+		c.Error++
+	case Aborted:
+		c.Aborted++
+	default:
+		c.Skipped++
+	}
+}
+
+// Total is the number of cases counted.
+func (c Counts) Total() int { return c.Pass + c.Fail + c.Error + c.Aborted + c.Skipped }
+
+// Group is a tally under a name (a level, a module, a boundary).
+type Group struct {
+	Name string
+	Counts
+}
+
+// Tally groups the cases by key, in first-seen order.
+func Tally(cases []Case, key func(*Case) string) []Group {
+	var out []Group
+	at := map[string]int{}
+	for i := range cases {
+		k := key(&cases[i])
+		j, ok := at[k]
+		if !ok {
+			j = len(out)
+			at[k] = j
+			out = append(out, Group{Name: k})
+		}
+		out[j].Add(cases[i].Verdict)
+	}
+	return out
+}

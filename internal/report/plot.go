@@ -1,0 +1,300 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// PlotData is what one case's plot shows: the measured channel against
+// the case's bands and envelopes, and the excitation below it on its own
+// axis, both over seconds since the case started.
+type PlotData struct {
+	Channel, Unit string
+	Measured      []Point // decimated (see Decimator)
+	Samples       int     // raw samples behind Measured
+	BadQuality    int     // samples not plotted because their quality was not good
+
+	ExcitationChannel, ExcitationUnit string
+	Excitation                        []Point
+
+	Bands    []Band
+	Marks    []Mark
+	Duration float64 // seconds: the x axis runs from 0 to Duration
+}
+
+// Band is a region the measured value must stay in from From to To
+// (seconds): a steady band, or a transient envelope (reference ±
+// maximum deviation). Lo or Hi is infinite for a one-sided limit.
+type Band struct {
+	Label    string
+	From, To float64
+	Lo, Hi   float64
+	Envelope bool
+	Failed   bool
+}
+
+// Contains reports whether v at t is inside the band, or t is outside
+// the band's time.
+func (b Band) Contains(t, v float64) bool {
+	return t < b.From || t > b.To || (v >= b.Lo && v <= b.Hi)
+}
+
+// Mark is a moment on the time axis: a load edge, an injected fault, the
+// time a response recovered, a deadline.
+type Mark struct {
+	At     float64
+	Label  string
+	Failed bool
+}
+
+// Plot sizes, in points; the HTML scales them to the page.
+const (
+	plotWidth      = 720
+	measuredHeight = 250
+	exciteHeight   = 140
+)
+
+var (
+	colMeasured   = color.RGBA{R: 0x1f, G: 0x4e, B: 0x9a, A: 0xff}
+	colExcitation = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	colSteady     = color.NRGBA{R: 0x2e, G: 0x9d, B: 0x4f, A: 0x33}
+	colEnvelope   = color.NRGBA{R: 0xf0, G: 0x9a, B: 0x1a, A: 0x33}
+	colFailedBand = color.NRGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x22}
+	colFail       = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	colMark       = color.RGBA{R: 0x44, G: 0x44, B: 0x44, A: 0xff}
+)
+
+// SVG draws the plot with gonum/plot's SVG backend and returns the <svg>
+// element alone, ready to inline in HTML (no XML prolog).
+func (d *PlotData) SVG() ([]byte, error) {
+	if len(d.Measured) == 0 {
+		return nil, fmt.Errorf("plot of %s: no samples", d.Channel)
+	}
+	top, err := d.measuredPlot()
+	if err != nil {
+		return nil, err
+	}
+	plots := []*plot.Plot{top}
+	heights := []vg.Length{measuredHeight}
+	if len(d.Excitation) > 0 {
+		bottom, err := d.excitationPlot()
+		if err != nil {
+			return nil, err
+		}
+		plots, heights = append(plots, bottom), append(heights, exciteHeight)
+	} else {
+		top.X.Label.Text = "time since the case started (s)"
+	}
+	var total vg.Length
+	for _, h := range heights {
+		total += h
+	}
+	c := vgsvg.New(plotWidth, total)
+	stack(plots, heights, draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("plot of %s: %w", d.Channel, err)
+	}
+	return stripProlog(buf.Bytes()), nil
+}
+
+func (d *PlotData) measuredPlot() (*plot.Plot, error) {
+	p := newPlot(fmt.Sprintf("%s (%s)", d.Channel, d.Unit), d.Duration)
+	for _, b := range d.Bands {
+		p.Add(bandPlotter{b})
+	}
+	line, err := plotter.NewLine(xys(d.Measured))
+	if err != nil {
+		return nil, fmt.Errorf("plot of %s: %w", d.Channel, err)
+	}
+	line.Color, line.Width = colMeasured, vg.Points(1)
+	p.Add(line)
+	if out := d.outside(); len(out) > 0 {
+		sc, err := plotter.NewScatter(xys(out))
+		if err != nil {
+			return nil, fmt.Errorf("plot of %s: %w", d.Channel, err)
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: colFail, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
+		p.Add(sc)
+	}
+	for i, m := range d.Marks {
+		p.Add(markPlotter{m, i % 3})
+	}
+	return p, nil
+}
+
+func (d *PlotData) excitationPlot() (*plot.Plot, error) {
+	p := newPlot(fmt.Sprintf("excitation (%s)", d.ExcitationUnit), d.Duration)
+	p.X.Label.Text = "time since the case started (s)"
+	line, err := plotter.NewLine(xys(d.Excitation))
+	if err != nil {
+		return nil, fmt.Errorf("plot of %s: %w", d.ExcitationChannel, err)
+	}
+	line.Color, line.Width = colExcitation, vg.Points(1)
+	p.Add(line)
+	for _, m := range d.Marks {
+		p.Add(markPlotter{Mark: Mark{At: m.At, Failed: m.Failed}})
+	}
+	return p, nil
+}
+
+func newPlot(ylabel string, duration float64) *plot.Plot {
+	p := plot.New()
+	p.Y.Label.Text = ylabel
+	p.X.Min, p.X.Max = 0, math.Max(duration, 1e-3)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// outside returns the measured points outside a failed band.
+func (d *PlotData) outside() []Point {
+	var out []Point
+	for _, pt := range d.Measured {
+		for _, b := range d.Bands {
+			if b.Failed && !b.Contains(pt.T, pt.V) {
+				out = append(out, pt)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// stack draws the plots one above the other, the given heights, with
+// their data areas aligned left and right so the time axes line up.
+func stack(plots []*plot.Plot, heights []vg.Length, dc draw.Canvas) {
+	canvases := make([]draw.Canvas, len(plots))
+	top := dc.Max.Y
+	for i, h := range heights {
+		c := dc
+		c.Max.Y, c.Min.Y = top, top-h
+		canvases[i] = c
+		top -= h
+	}
+	var left, right vg.Length
+	for i, p := range plots {
+		data := p.DataCanvas(canvases[i])
+		left = max(left, data.Min.X-canvases[i].Min.X)
+		right = max(right, canvases[i].Max.X-data.Max.X)
+	}
+	for i, p := range plots {
+		data := p.DataCanvas(canvases[i])
+		c := draw.Crop(canvases[i], left-(data.Min.X-canvases[i].Min.X), -(right - (canvases[i].Max.X - data.Max.X)), 0, 0)
+		p.Draw(c)
+	}
+}
+
+func xys(ps []Point) plotter.XYs {
+	out := make(plotter.XYs, len(ps))
+	for i, p := range ps {
+		out[i].X, out[i].Y = p.T, p.V
+	}
+	return out
+}
+
+func stripProlog(svg []byte) []byte {
+	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
+		svg = svg[i:]
+	}
+	return bytes.TrimSpace(svg)
+}
+
+// bandPlotter shades a band over its time; an open side runs to the
+// edge of the data area. Its finite limits count in the axis range, so
+// a limit is always in view.
+type bandPlotter struct{ Band }
+
+func (b bandPlotter) fill() color.Color {
+	switch {
+	case b.Failed:
+		return colFailedBand
+	case b.Envelope:
+		return colEnvelope
+	}
+	return colSteady
+}
+
+func (b bandPlotter) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	x0, x1 := clampLen(trX(b.From), c.Min.X, c.Max.X), clampLen(trX(b.To), c.Min.X, c.Max.X)
+	y0, y1 := c.Min.Y, c.Max.Y
+	if !math.IsInf(b.Lo, 0) {
+		y0 = clampLen(trY(b.Lo), c.Min.Y, c.Max.Y)
+	}
+	if !math.IsInf(b.Hi, 0) {
+		y1 = clampLen(trY(b.Hi), c.Min.Y, c.Max.Y)
+	}
+	if x1 <= x0 || y1 <= y0 {
+		return
+	}
+	c.FillPolygon(b.fill(), []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+	edge := draw.LineStyle{Color: edgeColor(b.fill()), Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+	if !math.IsInf(b.Lo, 0) && y0 > c.Min.Y {
+		c.StrokeLine2(edge, x0, y0, x1, y0)
+	}
+	if !math.IsInf(b.Hi, 0) && y1 < c.Max.Y {
+		c.StrokeLine2(edge, x0, y1, x1, y1)
+	}
+}
+
+func (b bandPlotter) DataRange() (xmin, xmax, ymin, ymax float64) {
+	lo, hi := b.Lo, b.Hi
+	if math.IsInf(lo, 0) {
+		lo = hi
+	}
+	if math.IsInf(hi, 0) {
+		hi = lo
+	}
+	if math.IsInf(lo, 0) { // open on both sides: no limit to show
+		return math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	}
+	return b.From, b.To, lo, hi
+}
+
+func edgeColor(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.RGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 0xff}
+}
+
+// markPlotter draws a vertical line across the data area at a moment,
+// labelled at the top, in one of three rows so that close marks' labels
+// do not overprint.
+type markPlotter struct {
+	Mark
+	row int
+}
+
+func (m markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x := trX(m.At)
+	if x < c.Min.X || x > c.Max.X {
+		return
+	}
+	col := color.Color(colMark)
+	if m.Failed {
+		col = colFail
+	}
+	c.StrokeLine2(draw.LineStyle{Color: col, Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(1), vg.Points(2)}}, x, c.Min.Y, x, c.Max.Y)
+	if m.Label == "" {
+		return
+	}
+	sty := draw.TextStyle{Color: col, Font: font.From(plot.DefaultFont, vg.Points(8)), Handler: plot.DefaultTextHandler, XAlign: draw.XLeft, YAlign: draw.YTop}
+	if x > c.Min.X+(c.Max.X-c.Min.X)*0.8 {
+		sty.XAlign = draw.XRight
+		x -= vg.Points(2)
+	} else {
+		x += vg.Points(2)
+	}
+	c.FillText(sty, vg.Point{X: x, Y: c.Max.Y - vg.Points(2+10*float64(m.row))}, m.Label)
+}
+
+func clampLen(v, lo, hi vg.Length) vg.Length { return max(lo, min(hi, v)) }

@@ -1,0 +1,95 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/seamdc/seam/internal/evidence"
+)
+
+const samplesHeader = "channel,time,value,quality"
+
+// ScanSamples streams a bundle's samples.csv, calling fn for each row in
+// file order; it never holds the file whole. An error names the file
+// and line. fn's error stops the scan and is returned as is.
+func ScanSamples(dir string, fn func(evidence.Sample) error) error {
+	path := filepath.Join(dir, evidence.SamplesFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("samples: %w", err)
+	}
+	defer f.Close()
+	return scanSamples(f, path, fn)
+}
+
+func scanSamples(r io.Reader, name string, fn func(evidence.Sample) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	names := map[string]string{} // interned channel and quality names
+	intern := func(b []byte) string {
+		if s, ok := names[string(b)]; ok {
+			return s
+		}
+		s := string(b)
+		names[s] = s
+		return s
+	}
+	line := 0
+	for sc.Scan() {
+		line++
+		row := sc.Bytes()
+		if line == 1 {
+			if string(row) != samplesHeader {
+				return fmt.Errorf("%s line 1: header %q, want %q", name, row, samplesHeader)
+			}
+			continue
+		}
+		s, err := parseSample(row, intern)
+		if err != nil {
+			return fmt.Errorf("%s line %d: %w", name, line, err)
+		}
+		if err := fn(s); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s line %d: %w", name, line+1, err)
+	}
+	if line == 0 {
+		return fmt.Errorf("%s: empty, not even a header", name)
+	}
+	return nil
+}
+
+func parseSample(row []byte, intern func([]byte) string) (evidence.Sample, error) {
+	var f [4][]byte
+	for i := range 3 {
+		j := bytes.IndexByte(row, ',')
+		if j < 0 {
+			return evidence.Sample{}, fmt.Errorf("%d fields, want 4 (channel,time,value,quality)", i+1)
+		}
+		f[i], row = row[:j], row[j+1:]
+	}
+	f[3] = row
+	if bytes.IndexByte(f[3], ',') >= 0 {
+		return evidence.Sample{}, fmt.Errorf("more than 4 fields")
+	}
+	if len(f[0]) == 0 {
+		return evidence.Sample{}, fmt.Errorf("empty channel")
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(f[1]))
+	if err != nil {
+		return evidence.Sample{}, fmt.Errorf("channel %s: time %q: not RFC 3339", f[0], f[1])
+	}
+	v, err := strconv.ParseFloat(string(f[2]), 64)
+	if err != nil {
+		return evidence.Sample{}, fmt.Errorf("channel %s: value %q: not a number", f[0], f[2])
+	}
+	return evidence.Sample{Channel: intern(f[0]), Time: t, Value: v, Quality: intern(f[3])}, nil
+}
