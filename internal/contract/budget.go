@@ -18,6 +18,7 @@ const (
 	RuleCoolingCapacity = "BUDGET005"
 	RuleFlow            = "BUDGET006"
 	RuleUPS             = "BUDGET007"
+	RuleRedundancyUnits = "BUDGET008"
 )
 
 // Derating is the share of a breaker's rating that may carry continuous load.
@@ -35,11 +36,12 @@ type Budgets struct {
 // other feed of its block lost, against its breaker after derating.
 type FeedBudget struct {
 	Feed     *Feed
-	Load     float64 // kW, all feeds healthy
-	LoadLost float64 // kW, worst case with one other feed lost
-	LostFeed string  // the feed whose loss is worst
-	Limit    float64 // kW: √3·V·I·PF × 80 %
-	Dropped  []string
+	Load     float64  // kW, all feeds healthy
+	LoadLost float64  // kW, worst case with one other feed lost
+	LostFeed string   // the feed whose loss is worst
+	Limit    float64  // kW: √3·V·I·PF × 80 %
+	Dropped  []string // racks whose every PDU is on this feed
+	DropPos  diag.Pos // where the first of them names the feed
 }
 
 // Headroom is the limit less the load that redundancy says must fit.
@@ -78,6 +80,10 @@ type LoopBudget struct {
 	FlowNeeded   float64 // L/min for Heat at the design ΔT
 	Flow         float64 // L/min, all pumps
 	FlowLost     float64 // L/min, with the largest pump lost (per pump redundancy)
+	// FlowCDULost is the flow with the largest CDU (and its pumps) lost,
+	// for loops whose CDUs are redundant; LostCDU names it.
+	FlowCDULost float64
+	LostCDU     string
 }
 
 // BTUh is the heat in BTU/h.
@@ -170,6 +176,9 @@ func feedBudget(f *Feed, racks []*Rack) FeedBudget {
 	}
 	for _, r := range racks {
 		if _, ok := share(r, f.ID); !ok && len(r.PDUs) > 0 {
+			if len(fb.Dropped) == 0 {
+				fb.DropPos = r.PDUs[len(r.PDUs)-1].Feed.Pos
+			}
 			fb.Dropped = append(fb.Dropped, r.ID)
 		}
 	}
@@ -234,6 +243,18 @@ func loopBudget(l *Loop, racks []*Rack) LoopBudget {
 		lb.CapacityLost /= 2
 	}
 	lb.FlowLost = lb.Flow - largestPump
+	lb.FlowCDULost = lb.Flow
+	if l.Redundancy != "N" {
+		for _, cdu := range l.CDUs {
+			flow := 0.0
+			for _, p := range cdu.Pumps {
+				flow += p.Flow.Canon
+			}
+			if rest := lb.Flow - flow; lb.LostCDU == "" || rest < lb.FlowCDULost {
+				lb.FlowCDULost, lb.LostCDU = rest, cdu.ID
+			}
+		}
+	}
 	if l.DeltaT.Set && l.DeltaT.Canon > 0 {
 		lb.FlowNeeded = units.FlowFor(lb.Heat, l.DeltaT.Canon, l.Cp())
 	}
@@ -256,7 +277,7 @@ func checkBudget(b Budgets, diags *diag.List) {
 			diags.Errorf(RuleUPS, u.Rating.Pos, path+".ups", "%s.ups: the UPS on feed %s is rated %s but must carry %s", path, f.Feed.ID, u.Rating.Raw, showPower(f.Design())).Hint = "size the UPS for the feed's design load"
 		}
 		if f.Feed.Block.Redundancy != "N" && len(f.Dropped) > 0 {
-			diags.Errorf(RuleRedundancy, f.Feed.Pos, path, "%s: %s redundancy lost: %d rack(s) have every PDU on feed %s and lose power with it (%s)", path, f.Feed.Block.Redundancy, len(f.Dropped), f.Feed.ID, strings.Join(f.Dropped, ", ")).Hint = "give each rack a PDU on another feed of the block"
+			diags.Errorf(RuleRedundancy, firstValid(f.DropPos, f.Feed.Pos), path, "%s: %s redundancy lost: %d rack(s) have every PDU on feed %s and lose power with it (%s)", path, f.Feed.Block.Redundancy, len(f.Dropped), f.Feed.ID, strings.Join(f.Dropped, ", ")).Hint = "give each rack a PDU on another feed of the block"
 		}
 	}
 	for _, bb := range b.Blocks {
@@ -267,15 +288,26 @@ func checkBudget(b Budgets, diags *diag.List) {
 	checkPDUs(b.PDUs, diags)
 	for _, l := range b.Loops {
 		path := l.Loop.Path
+		capPos, flowPos := l.Loop.Pos, l.Loop.DeltaT.Pos
+		if len(l.Loop.CDUs) > 0 {
+			capPos = firstValid(l.Loop.CDUs[0].Capacity.Pos, capPos)
+			if len(l.Loop.CDUs[0].Pumps) > 0 {
+				flowPos = firstValid(l.Loop.CDUs[0].Pumps[0].Flow.Pos, flowPos)
+			}
+		}
 		if l.Heat > 0 && l.CapacityLost < l.Heat {
 			what := "with one CDU lost (" + l.Loop.Redundancy + ")"
 			if l.Loop.Redundancy == "N" {
 				what = "with every CDU running"
 			}
-			diags.Errorf(RuleCoolingCapacity, l.Loop.Pos, path, "%s: loop %s must remove %s but has %s %s", path, l.Loop.ID, showPower(l.Heat), showPower(l.CapacityLost), what).Hint = "add a CDU or larger CDUs, or move racks to another loop"
+			diags.Errorf(RuleCoolingCapacity, capPos, path, "%s: loop %s must remove %s but has %s %s", path, l.Loop.ID, showPower(l.Heat), showPower(l.CapacityLost), what).Hint = "add a CDU or larger CDUs, or move racks to another loop"
+		}
+		if l.FlowNeeded > 0 && l.FlowLost >= l.FlowNeeded && l.FlowCDULost < l.FlowNeeded {
+			diags.Errorf(RuleFlow, flowPos, path, "%s: loop %s needs %s to carry %s at ΔT %s but delivers %s with CDU %s and its pumps lost (%s)", path, l.Loop.ID,
+				units.Format(math.Round(l.FlowNeeded), "L/min"), showPower(l.Heat), l.Loop.DeltaT.Raw, units.Format(l.FlowCDULost, "L/min"), l.LostCDU, l.Loop.Redundancy).Hint = "size the pumps of the remaining CDUs for the whole flow, or design for a larger ΔT"
 		}
 		if l.FlowNeeded > 0 && l.FlowLost < l.FlowNeeded {
-			diags.Errorf(RuleFlow, l.Loop.DeltaT.Pos, path, "%s: loop %s needs %s to carry %s at ΔT %s (Q = ṁ·cp·ΔT, cp %g kJ/(kg·K)) but its pumps deliver %s with one pump lost", path, l.Loop.ID,
+			diags.Errorf(RuleFlow, flowPos, path, "%s: loop %s needs %s to carry %s at ΔT %s (Q = ṁ·cp·ΔT, cp %g kJ/(kg·K)) but its pumps deliver %s with one pump lost", path, l.Loop.ID,
 				units.Format(math.Round(l.FlowNeeded), "L/min"), showPower(l.Heat), l.Loop.DeltaT.Raw, l.Loop.Cp(), units.Format(l.FlowLost, "L/min")).Hint = "add pump capacity or design for a larger ΔT"
 		}
 	}
@@ -286,8 +318,8 @@ func checkBudget(b Budgets, diags *diag.List) {
 // one finding that names them all.
 func checkPDUs(pdus []PDUBudget, diags *diag.List) {
 	type key struct {
-		pos         diag.Pos
-		load, limit float64
+		module, breaker string
+		load, limit     float64
 	}
 	groups := map[key][]PDUBudget{}
 	var order []key
@@ -295,7 +327,7 @@ func checkPDUs(pdus []PDUBudget, diags *diag.List) {
 		if !p.PDU.Breaker.Set || p.Limit == 0 || p.LoadLost <= p.Limit {
 			continue
 		}
-		k := key{p.PDU.Breaker.Pos.Resolved(), p.LoadLost, p.Limit}
+		k := key{p.Rack.Module, p.PDU.Breaker.Raw, p.LoadLost, p.Limit}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -312,7 +344,7 @@ func checkPDUs(pdus []PDUBudget, diags *diag.List) {
 		if len(p.Rack.PDUs) == 1 {
 			what = "as its only PDU"
 		}
-		diags.Errorf(RulePDU, k.pos, p.PDU.Path, "%s: %d PDU(s) carry %s %s, above their continuous limit %s (breaker %s, derated to %d %%): %s",
+		diags.Errorf(RulePDU, p.PDU.Breaker.Pos, p.PDU.Path, "%s: %d PDU(s) carry %s %s, above their continuous limit %s (breaker %s, derated to %d %%): %s",
 			p.PDU.Path, len(g), showPower(p.LoadLost), what, showPower(p.Limit), p.PDU.Breaker.Raw, int(Derating*100), abbreviate(ids, 6)).Hint = "use a larger PDU breaker or add PDUs"
 	}
 }
@@ -322,4 +354,28 @@ func abbreviate(ids []string, n int) string {
 		return strings.Join(ids, ", ")
 	}
 	return strings.Join(ids[:n], ", ") + fmt.Sprintf(" and %d more", len(ids)-n)
+}
+
+// checkRedundancyUnits reports a declared redundancy that the units
+// cannot give: N+1 with one unit, 2N with an odd number.
+func checkRedundancyUnits(c *Contracts, diags *diag.List) {
+	check := func(decl string, n int, what, path string, pos diag.Pos) {
+		switch {
+		case decl == "N+1" && n < 2:
+			diags.Errorf(RuleRedundancyUnits, pos, path, "%s: declared N+1 but has %d %s: losing it loses everything", path, n, what).Hint = "add a unit, or declare N"
+		case decl == "2N" && (n < 2 || n%2 != 0):
+			diags.Errorf(RuleRedundancyUnits, pos, path, "%s: declared 2N but has %d %s: 2N needs two equal halves", path, n, what).Hint = "give it an even number of units, or declare N+1"
+		}
+	}
+	for _, m := range c.Site.Modules {
+		for _, b := range m.Blocks {
+			check(b.Redundancy, len(b.Feeds), "feed(s)", b.Path, b.Pos)
+		}
+		for _, l := range m.Loops {
+			check(l.Redundancy, len(l.CDUs), "CDU(s)", l.Path, l.Pos)
+			for _, cdu := range l.CDUs {
+				check(cdu.PumpRedundancy, len(cdu.Pumps), "pump(s)", l.Path+".cdus."+quoteLabel(cdu.ID[len(l.ID)+1:]), cdu.Pos)
+			}
+		}
+	}
 }

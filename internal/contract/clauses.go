@@ -88,24 +88,28 @@ func checkExcitation(c *Contracts, b *Boundary, t *Transient, diags *diag.List) 
 	if lok && hok && low >= high {
 		diags.Errorf(RuleExcitation, e.High.Pos, path, "%s: high %s is not above low %s", path, e.High.Raw, e.Low.Raw).Hint = "an excitation steps from low up to high"
 	}
+	if design := designLoad(c, b); hok && design > 0 && high > design*1.0001 {
+		diags.Errorf(RuleExcitation, e.High.Pos, path, "%s: high %s is %s, above %s's design load of %s", path, e.High.Raw, showPower(high), b.Consumer.To, showPower(design)).Hint = "the consumer cannot produce more than its racks' design power: lower high, or raise the racks' design_power"
+	}
 	if e.Rate.Set && e.Rate.Canon <= 0 {
-		diags.Errorf(RuleExcitation, e.Rate.Pos, path, "%s: edge rate %s must be positive", path, e.Rate.Raw)
+		diags.Errorf(RuleExcitation, e.Rate.Pos, path, "%s: edge rate %s must be positive", path, e.Rate.Raw).Hint = "write the rate at which load rises, such as \"20 MW/s\""
 	}
 	if e.Kind == "square" {
 		if !e.Period.Set {
 			diags.Errorf(RuleExcitation, e.Pos, path, "%s: a square wave needs a period", path).Hint = "add `period`, such as \"4 s\""
 		}
-		if e.Duty.Set && (e.Duty.Canon <= 0 || e.Duty.Canon >= 100) {
-			diags.Errorf(RuleExcitation, e.Duty.Pos, path, "%s: duty %s must lie between 0 %% and 100 %%", path, e.Duty.Raw)
+		badDuty := e.Duty.Set && (e.Duty.Canon <= 0 || e.Duty.Canon >= 100)
+		if badDuty {
+			diags.Errorf(RuleExcitation, e.Duty.Pos, path, "%s: duty %s must lie between 0 %% and 100 %%", path, e.Duty.Raw).Hint = "duty is the share of each period spent at high, such as \"50 %\""
 		}
-		if e.Period.Set && e.Rate.Set && lok && hok && high > low {
+		if e.Period.Set && e.Rate.Set && lok && hok && high > low && !badDuty {
 			edge := (high - low) / e.Rate.Canon
 			duty := 0.5
 			if e.Duty.Set {
 				duty = e.Duty.Canon / 100
 			}
 			if 2*edge > e.Period.Canon*math.Min(duty, 1-duty) {
-				diags.Errorf(RuleExcitation, e.Period.Pos, path, "%s: edges of %s leave no time at high or low in a period of %s", path, fmtSecs(edge), e.Period.Raw)
+				diags.Errorf(RuleExcitation, e.Period.Pos, path, "%s: edges of %s leave no time at high or low in a period of %s", path, fmtSecs(edge), e.Period.Raw).Hint = "lengthen the period or raise the edge rate"
 			}
 		}
 	}

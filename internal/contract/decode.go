@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"fmt"
+
 	"cuelang.org/go/cue"
 
 	"github.com/seamdc/seam/internal/cueload"
@@ -28,7 +30,11 @@ func (d *decoder) site(n node) *Site {
 		s.Modules = append(s.Modules, d.module(m))
 	}
 	for _, sh := range n.entries("shared") {
-		s.Shared = append(s.Shared, &Shared{ID: sh.name, Kind: sh.str("kind"), Paths: sh.int("paths"), Pos: sh.pos()})
+		shared := &Shared{ID: sh.name, Kind: sh.str("kind"), Paths: sh.int("paths"), Pos: sh.pos(), PathsPos: sh.pos()}
+		if p := sh.at("paths"); p.exists() {
+			shared.PathsPos = p.pos()
+		}
+		s.Shared = append(s.Shared, shared)
 	}
 	for _, lb := range n.entries("loadbanks") {
 		s.LoadBanks = append(s.LoadBanks, &LoadBank{ID: lb.name, Module: lb.ref("module"),
@@ -60,6 +66,11 @@ func (d *decoder) module(n node) *Module {
 func (d *decoder) rack(module string, n node) *Rack {
 	r := &Rack{Path: n.path, ID: module + "/" + n.name, Module: module, DesignPower: n.q("design_power", units.Power),
 		GPUs: n.int("gpus"), LiquidFraction: n.q("liquid_fraction", units.Ratio), CooledBy: n.ref("cooled_by"), Pos: n.pos()}
+	if lf := r.LiquidFraction; lf.Set && (lf.Canon <= 0 || lf.Canon > 100) {
+		d.diags.Add(diag.Diagnostic{Rule: RuleRange, Severity: diag.Error, Pos: lf.Pos, Path: n.path + ".liquid_fraction",
+			Message: fmt.Sprintf("%s.liquid_fraction: %s is not a share of the rack's heat", n.path, lf.Raw), Hint: "write a percentage above 0 % and at most 100 %"})
+		r.LiquidFraction = Q{}
+	}
 	if nodes := n.at("nodes"); nodes.v.IncompleteKind() == cue.ListKind {
 		for _, ref := range n.refs("nodes") {
 			r.NodeIDs = append(r.NodeIDs, ref.To)
@@ -128,26 +139,39 @@ func (d *decoder) boundary(n node) *Boundary {
 	}
 	for _, c := range n.entries("steady") {
 		s := &Steady{Clause: clause("steady", c)}
-		dim := dims[s.Channel.To]
+		dim := d.forChannel(s.Channel.To, dims)
 		s.Guarantee, s.Require = d.band(c.at("guarantee"), dim), d.band(c.at("require"), dim)
 		b.Steady = append(b.Steady, s)
 	}
 	for _, c := range n.entries("transient") {
 		t := &Transient{Clause: clause("transient", c)}
-		dim := dims[t.Channel.To]
+		d.channel = ""
 		t.Excitation = d.excitation(c.at("excitation"))
 		t.Withstand = d.withstand(c.at("withstand"))
+		dim := d.forChannel(t.Channel.To, dims)
 		t.Guarantee, t.Require = d.response(c.at("guarantee"), dim), d.response(c.at("require"), dim)
 		b.Transient = append(b.Transient, t)
 	}
 	for _, c := range n.entries("failure") {
+		d.channel = ""
 		f := &Failure{Clause: clause("failure", c), Event: c.str("event"), Target: c.ref("target"),
 			Load: c.q("load", units.Power, units.Ratio)}
-		dim := dims[f.Channel.To]
+		dim := d.forChannel(f.Channel.To, dims)
 		f.Guarantee, f.Require = d.behaviour(c.at("guarantee"), dim), d.behaviour(c.at("require"), dim)
 		b.Failure = append(b.Failure, f)
 	}
+	d.channel = ""
 	return b
+}
+
+// forChannel notes the clause channel whose quantity the next values must
+// match, and returns that quantity.
+func (d *decoder) forChannel(name string, dims map[string]units.Dimension) units.Dimension {
+	d.channel, d.channelDim = name, dims[name]
+	if d.channelDim == "" {
+		d.channel = ""
+	}
+	return d.channelDim
 }
 
 // valueDims is what a band's bounds may be written in for a channel of
@@ -164,7 +188,8 @@ func devDims(dim units.Dimension) []units.Dimension {
 	case "", Alarm:
 		return allDims()
 	case units.Temperature:
-		return []units.Dimension{units.TempDiff, units.Ratio}
+		// a % of a Celsius value is meaningless (and differs in degF)
+		return []units.Dimension{units.TempDiff}
 	case units.Ratio:
 		return []units.Dimension{units.Ratio}
 	}

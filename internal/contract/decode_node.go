@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -18,12 +19,17 @@ const (
 	RuleNoUnit    = "UNIT001"
 	RuleBadUnit   = "UNIT002"
 	RuleDimension = "UNIT003"
+	RuleRange     = "UNIT004"
 )
 
 // decoder reads cue values into the model, reporting unit problems.
 type decoder struct {
 	r     *cueload.Result
 	diags diag.List
+	// channel and channelDim name the clause channel whose quantity
+	// decides the dimension of the values being decoded, if any.
+	channel    string
+	channelDim units.Dimension
 }
 
 // node is a value and its contract path.
@@ -151,8 +157,7 @@ func (n node) q(label string, dims ...units.Dimension) Q {
 	if c.v.IncompleteKind() == cue.NumberKind || c.v.IncompleteKind() == cue.IntKind || c.v.IncompleteKind() == cue.FloatKind {
 		num, _ := c.v.MarshalJSON()
 		c.d.diags.Add(diag.Diagnostic{Rule: RuleNoUnit, Severity: diag.Error, Pos: pos, Path: c.path,
-			Message: fmt.Sprintf("%s: %s has no unit", c.path, num),
-			Hint:    fmt.Sprintf("write it as a string with a unit, such as \"%s %s\"", num, units.Canonical(dims[0]))})
+			Message: fmt.Sprintf("%s: %s has no unit", c.path, num), Hint: withUnitHint(string(num), dims[0])})
 		return Q{}
 	}
 	raw, err := c.v.String()
@@ -166,7 +171,7 @@ func (n node) q(label string, dims ...units.Dimension) Q {
 		var missing *units.MissingUnitError
 		if errors.As(err, &missing) {
 			d.Rule, d.Message = RuleNoUnit, fmt.Sprintf("%s: %q has no unit", c.path, raw)
-			d.Hint = fmt.Sprintf("write it with its unit, such as \"%s %s\"", strings.TrimSpace(raw), units.Canonical(dims[0]))
+			d.Hint = withUnitHint(strings.TrimSpace(raw), dims[0])
 		}
 		c.d.diags.Add(d)
 		return Q{}
@@ -176,10 +181,27 @@ func (n node) q(label string, dims ...units.Dimension) Q {
 			return Q{Quantity: qty, Set: true, Raw: raw, Pos: pos}
 		}
 	}
-	c.d.diags.Add(diag.Diagnostic{Rule: RuleDimension, Severity: diag.Error, Pos: pos, Path: c.path,
+	d := diag.Diagnostic{Rule: RuleDimension, Severity: diag.Error, Pos: pos, Path: c.path,
 		Message: fmt.Sprintf("%s: %q is a %s, but %s is expected here", c.path, raw, dimName(qty.Dim), dimList(dims)),
-		Hint:    unitHint(dims)})
+		Hint:    unitHint(dims)}
+	if c.d.channel != "" {
+		d.Message += fmt.Sprintf(", because the clause's channel %s measures %s", c.d.channel, dimName(c.d.channelDim))
+		d.Hint = "if the channel is wrong, point the clause at a channel that measures " + dimName(qty.Dim) + "; otherwise " + d.Hint
+	}
+	c.d.diags.Add(d)
 	return Q{}
+}
+
+// withUnitHint suggests the number with a unit; a ratio written as a
+// fraction (0.85) is suggested as a percentage (85 %).
+func withUnitHint(num string, d units.Dimension) string {
+	if d == units.Ratio {
+		if f, err := strconv.ParseFloat(num, 64); err == nil && f > 0 && f <= 1 {
+			return fmt.Sprintf("write it as a percentage, such as \"%s\"", units.Format(f*100, "%"))
+		}
+		return fmt.Sprintf("write it as a percentage, such as \"%s %%\"", num)
+	}
+	return fmt.Sprintf("write it as a string with its unit, such as \"%s %s\"", num, units.Canonical(d))
 }
 
 func dimName(d units.Dimension) string { return strings.ReplaceAll(string(d), "_", " ") }

@@ -159,6 +159,7 @@ type Shared struct {
 	ID, Kind string
 	Paths    int
 	Pos      diag.Pos
+	PathsPos diag.Pos // where paths is written, or the entry's position
 }
 
 // LoadBank is test equipment connected at a module.

@@ -27,13 +27,14 @@ const (
 type index struct {
 	elements map[string]string
 	feeds    map[string]*Feed
+	blocks   map[string]*Block
 	loops    map[string]*Loop
 	shared   map[string]*Shared
 	channels map[string]*Boundary // channel name → the boundary declaring it
 }
 
 func newIndex(c *Contracts) *index {
-	idx := &index{elements: map[string]string{}, feeds: map[string]*Feed{}, loops: map[string]*Loop{},
+	idx := &index{elements: map[string]string{}, feeds: map[string]*Feed{}, blocks: map[string]*Block{}, loops: map[string]*Loop{},
 		shared: map[string]*Shared{}, channels: map[string]*Boundary{}}
 	for _, m := range c.Site.Modules {
 		idx.elements[m.ID] = "module"
@@ -45,6 +46,7 @@ func newIndex(c *Contracts) *index {
 		}
 		for _, b := range m.Blocks {
 			idx.elements[b.ID] = "power block"
+			idx.blocks[b.ID] = b
 			for _, f := range b.Feeds {
 				idx.elements[f.ID] = "feed"
 				idx.feeds[f.ID] = f
@@ -70,20 +72,29 @@ func newIndex(c *Contracts) *index {
 	return idx
 }
 
-// suggest returns the known id closest to s, for "did you mean".
-func suggest(s string, known []string) string {
-	best, bestD := "", 4
+// suggest returns the known ids closest to s (all of them on a tie), for
+// "did you mean".
+func suggest(s string, known []string) []string {
+	var best []string
+	bestD := 4
 	for _, k := range known {
-		if d := cueload.EditDistance(s, k); d < bestD {
-			best, bestD = k, d
+		switch d := cueload.EditDistance(s, k); {
+		case d < bestD:
+			best, bestD = []string{k}, d
+		case d == bestD:
+			best = append(best, k)
 		}
 	}
 	return best
 }
 
 func didYouMean(s string, known []string) string {
-	if g := suggest(s, known); g != "" {
-		return fmt.Sprintf("did you mean %q?", g)
+	if g := suggest(s, known); len(g) > 0 && len(g) <= 3 {
+		quoted := make([]string, len(g))
+		for i, x := range g {
+			quoted[i] = fmt.Sprintf("%q", x)
+		}
+		return "did you mean " + strings.Join(quoted, " or ") + "?"
 	}
 	if len(known) > 8 {
 		known = append(known[:8:8], "…")
@@ -135,7 +146,8 @@ func (rc refChecker) element(r Ref, path, what string, kinds ...string) bool {
 		return false
 	}
 	if len(kinds) > 0 && !contains(kinds, kind) {
-		rc.diags.Errorf(RuleUnknownElement, r.Pos, path, "%s: %s %q is a %s, not a %s", path, what, r.To, kind, strings.Join(kinds, " or "))
+		rc.diags.Errorf(RuleUnknownElement, r.Pos, path, "%s: %s %q is a %s, not a %s", path, what, r.To, kind, strings.Join(kinds, " or ")).Hint =
+			"name a " + strings.Join(kinds, " or ") + didYouMeanSuffix(r.To, rc.idsOf(kinds))
 		return false
 	}
 	return true
@@ -190,6 +202,17 @@ func checkRefs(c *Contracts, idx *index, diags *diag.List) {
 	}
 }
 
+// eventTargets lists the kinds of element each failure event can happen to.
+var eventTargets = map[string][]string{
+	"feed_loss":         {"feed"},
+	"breaker_open":      {"feed", "pdu"},
+	"ups_on_battery":    {"feed", "power block"},
+	"pump_trip":         {"pump"},
+	"cdu_trip":          {"cdu"},
+	"leak":              {"cooling loop", "cdu", "rack"},
+	"controller_silent": {"network", "module"},
+}
+
 func checkMedium(b *Boundary, sup, con *Module, path string, diags *diag.List) {
 	if sup == nil || con == nil || sup.Kind == "" {
 		return
@@ -200,7 +223,7 @@ func checkMedium(b *Boundary, sup, con *Module, path string, diags *diag.List) {
 	}
 	want := map[string]string{"electrical": "power", "liquid": "cooling", "controls": "controls"}[b.Medium]
 	if want != "" && sup.Kind != want {
-		diags.Errorf(RuleKind, b.Supplier.Pos, path, "%s: a %s boundary needs a %s module as supplier, but %q is a %s module", path, b.Medium, want, sup.ID, sup.Kind).
+		diags.Errorf(RuleKind, b.Supplier.Pos, path, "%s: %s %s boundary needs a %s module as supplier, but %q is %s %s module", path, article(b.Medium), b.Medium, want, sup.ID, article(sup.Kind), sup.Kind).
 			Related = []diag.Related{{Pos: sup.Pos, Message: "module " + sup.ID}}
 	}
 }
@@ -254,7 +277,7 @@ func checkKindContent(m *Module, path string, diags *diag.List) {
 	what := map[string]string{"it": "racks", "power": "blocks", "cooling": "loops", "controls": "networks"}
 	for kind, present := range has {
 		if present && kind != m.Kind && m.Kind != "" {
-			diags.Errorf(RuleKind, m.Pos, path, "%s: a %s module declares %s; only %s modules hold %s", path, m.Kind, what[kind], kind, what[kind])
+			diags.Errorf(RuleKind, m.Pos, path, "%s: %s %s module declares %s; only %s modules hold %s", path, article(m.Kind), m.Kind, what[kind], kind, what[kind]).Hint = "move the " + what[kind] + " into a module of kind " + kind + ", or change this module's kind"
 		}
 	}
 }
@@ -294,9 +317,26 @@ func checkClauseRefs(rc refChecker, b *Boundary) {
 	}
 	for _, f := range b.Failure {
 		channel(f.Channel, f.Path()+".channel", "channel")
-		rc.element(f.Target, f.Path()+".target", "target")
+		rc.element(f.Target, f.Path()+".target", "target of "+f.Event, eventTargets[f.Event]...)
 		for _, beh := range []Behaviour{f.Guarantee, f.Require} {
 			channel(beh.Alarm, f.Path()+".alarm", "alarm", "alarm")
 		}
 	}
+}
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+func didYouMeanSuffix(s string, known []string) string {
+	if g := suggest(s, known); len(g) > 0 && len(g) <= 3 {
+		return ", such as " + strings.Join(g, " or ")
+	}
+	if len(known) > 0 {
+		return ", such as " + known[0]
+	}
+	return ""
 }

@@ -21,7 +21,8 @@ type dependency struct {
 // checkShared flags things that modules in different failure domains
 // depend on, unless the thing has two or more diverse paths: shared
 // dependencies named in depends_on, and, derived from the relations,
-// power blocks, cooling loops and single-path networks.
+// power blocks, cooling loops and single-path networks. The module that
+// holds a block, loop or network is not counted as depending on it.
 func checkShared(c *Contracts, idx *index, diags *diag.List) {
 	for _, dep := range dependencies(c, idx) {
 		domains := map[string][]string{}
@@ -50,7 +51,7 @@ func dependencies(c *Contracts, idx *index) []*dependency {
 		if s.Paths >= 2 {
 			continue
 		}
-		d := &dependency{what: "shared " + strings.ReplaceAll(s.Kind, "_", " ") + " " + s.ID, pos: s.Pos, path: "site.shared." + quoteLabel(s.ID), modules: map[string]bool{}}
+		d := &dependency{what: "shared " + strings.ReplaceAll(s.Kind, "_", " ") + " " + s.ID, pos: s.PathsPos, path: "site.shared." + quoteLabel(s.ID), modules: map[string]bool{}}
 		byShared[s.ID] = d
 		deps = append(deps, d)
 	}
@@ -61,14 +62,14 @@ func dependencies(c *Contracts, idx *index) []*dependency {
 			}
 		}
 		for _, b := range m.Blocks {
-			d := &dependency{what: "power block " + b.ID, pos: b.Pos, path: b.Path, modules: map[string]bool{m.ID: true}}
+			d := &dependency{what: "power block " + b.ID, pos: b.Pos, path: b.Path, modules: map[string]bool{}}
 			for _, p := range b.Powers {
 				d.modules[p.To] = true
 			}
 			deps = append(deps, d)
 		}
 		for _, l := range m.Loops {
-			d := &dependency{what: "cooling loop " + l.ID, pos: l.Pos, path: l.Path, modules: map[string]bool{m.ID: true}}
+			d := &dependency{what: "cooling loop " + l.ID, pos: l.Pos, path: l.Path, modules: map[string]bool{}}
 			for _, p := range l.Cools {
 				d.modules[p.To] = true
 			}
@@ -78,7 +79,7 @@ func dependencies(c *Contracts, idx *index) []*dependency {
 			if n.Paths >= 2 {
 				continue
 			}
-			d := &dependency{what: "single-path network " + n.ID, pos: n.Pos, path: "site.modules." + quoteLabel(m.ID) + ".networks", modules: map[string]bool{m.ID: true}}
+			d := &dependency{what: "single-path network " + n.ID, pos: n.Pos, path: "site.modules." + quoteLabel(m.ID) + ".networks", modules: map[string]bool{}}
 			for _, s := range n.Serves {
 				d.modules[s.To] = true
 			}

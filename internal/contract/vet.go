@@ -24,6 +24,7 @@ var Rules = map[string]string{
 	RuleNoUnit:             "a quantity without a unit",
 	RuleBadUnit:            "a unit outside the closed unit table, or a malformed quantity",
 	RuleDimension:          "a quantity of the wrong dimension",
+	RuleRange:              "a quantity outside the range its field allows, such as a liquid fraction above 100 %",
 	RuleUnknownModule:      "a reference to a module that does not exist",
 	RuleUnknownChannel:     "a reference to a channel the boundary does not declare",
 	RuleUnknownElement:     "a reference to an inventory element that does not exist",
@@ -53,6 +54,9 @@ var Rules = map[string]string{
 	RuleCoolingCapacity:    "loop heat above CDU capacity with one CDU lost",
 	RuleFlow:               "pump flow with one pump lost below the flow the heat load needs",
 	RuleUPS:                "a UPS rated below the load it must carry",
+	RuleRedundancyUnits:    "a declared redundancy the units cannot give (N+1 with one unit, 2N with an odd number)",
+	RuleNoBoundary:         "a module powered, cooled or served by another with no boundary between them",
+	RuleInventory:          "a contract value that contradicts the inventory (block voltage, frequency, loop supply temperature, UPS ride-through)",
 	RuleShared:             "modules in separate failure domains that depend on one shared thing",
 }
 
@@ -163,6 +167,9 @@ func Check(c *Contracts) diag.List {
 		checkJoint(c, b, &diags)
 	}
 	checkBudget(Budget(c), &diags)
+	checkRedundancyUnits(c, &diags)
+	checkCoverage(c, idx, &diags)
+	checkAgreement(c, idx, &diags)
 	checkShared(c, idx, &diags)
 	return diags
 }

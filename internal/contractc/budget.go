@@ -29,7 +29,7 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "budget", fs, err)
 	}
 	if c == nil || diags.Count(diag.Error) > 0 {
-		diag.Text(stderr, diags.Sorted())
+		diag.Text(stderr, diags.Sorted().Rebase(cli.RelDir(pos[0])))
 		return cli.ExitFindings
 	}
 	b := contract.Budget(c)
@@ -42,7 +42,7 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(findings) > 0 {
 		fmt.Fprintln(stdout)
-		diag.Text(stdout, findings.Sorted())
+		diag.Text(stdout, findings.Sorted().Rebase(cli.RelDir(pos[0])))
 		return cli.ExitFindings
 	}
 	return cli.ExitOK

@@ -29,6 +29,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "vet", fs, err)
 	}
+	diags = diags.Rebase(cli.RelDir(pos[0]))
 	if err := diag.Render(stdout, *format, diags, contract.Rules); err != nil {
 		return fail(stderr, "vet", fs, cli.Usagef("%v", err))
 	}

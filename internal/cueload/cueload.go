@@ -76,7 +76,7 @@ func Load(dir string, cfg Config) (*Result, diag.List, error) {
 		return nil, nil, err
 	}
 	if len(r.Files) == 0 {
-		diags.Errorf(RuleEmpty, diag.Pos{File: dir}, "", "no .cue files in %s", dir).Hint =
+		diags.Errorf(RuleEmpty, diag.Pos{File: "."}, "", "no .cue files in %s", dir).Hint =
 			"point contractc at a directory of contracts, such as contracts/examples/threemodule"
 		return r, diags, nil
 	}
@@ -248,17 +248,24 @@ func (r *Result) Diagnostics(err error, rule string) diag.List {
 			d.Rule, d.Hint = classify(msg)
 		}
 		d.Pos = r.errPos(e)
+		if strings.HasPrefix(format, "conflicting values") {
+			d.Related = r.otherValues(e, d.Pos, e.Path())
+			d.Hint = conflictHint(msg)
+		}
 		if d.Rule == RuleNotAllowed {
 			if guess := r.closestField(e.Path()); guess != "" {
-				d.Hint = fmt.Sprintf("did you mean %q? Otherwise remove the field; docs/contracts.md lists the fields of each part", guess)
+				d.Hint = fmt.Sprintf("did you mean %q? Otherwise remove the field; contracts/schema/schema.cue lists the fields of each part", guess)
 			}
 		}
 		out = append(out, d)
 	}
+	out = dropTypeNoise(out)
 	for i, d := range out {
 		if alts, ok := alternatives[d.Path]; ok && len(alts) > 1 {
 			sort.Strings(alts)
 			out[i].Message = fmt.Sprintf("%s is not allowed here: want one of %s", got[d.Path], strings.Join(alts, ", "))
+			out[i].Related = nil
+			out[i].Hint = closestAlternative(got[d.Path], alts)
 		}
 		if out[i].Path != "" {
 			out[i].Message = out[i].Path + ": " + out[i].Message
@@ -321,10 +328,12 @@ func (r *Result) userPosDepth(v cue.Value, depth int) diag.Pos {
 
 func classify(msg string) (rule, hint string) {
 	switch {
+	case strings.Contains(msg, "literal not terminated"), strings.Contains(msg, "expected"), strings.Contains(msg, "missing ','"):
+		return RuleSyntax, "the mistake is at or just before this position: look for an unclosed quote, brace or bracket"
 	case strings.Contains(msg, "field is required but not present"):
-		return RuleRequired, "add the field; docs/contracts.md lists what each part needs"
+		return RuleRequired, "add the field; contracts/schema/schema.cue lists the fields of each part (required ones end in !)"
 	case strings.Contains(msg, "not allowed"):
-		return RuleNotAllowed, "remove the field or fix its spelling; docs/contracts.md lists the fields of each part"
+		return RuleNotAllowed, "remove the field or fix its spelling; contracts/schema/schema.cue lists the fields of each part"
 	}
 	return RuleSchema, ""
 }
@@ -445,4 +454,86 @@ func EditDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// otherValues lists the other user positions of a conflict: where the
+// other side set the field.
+// Only positions on a line that names the field count: the others are the
+// structs around it.
+func (r *Result) otherValues(e cueerrors.Error, at diag.Pos, path []string) []diag.Related {
+	if len(path) == 0 {
+		return nil
+	}
+	label := strings.Trim(path[len(path)-1], `"`)
+	at = at.Resolved()
+	seen := map[string]bool{at.File + ":" + fmt.Sprint(at.Line): true}
+	var out []diag.Related
+	for _, p := range cueerrors.Positions(e) {
+		if !IsUserFile(r.Dir, p.Filename()) {
+			continue
+		}
+		rp := relPos(r.Dir, p)
+		key := rp.File + ":" + fmt.Sprint(rp.Line)
+		if seen[key] || !lineHas(p.Filename(), p.Line(), label) {
+			continue
+		}
+		seen[key] = true
+		out = append(out, diag.Related{Pos: rp, Message: "also set here"})
+	}
+	return out
+}
+
+func lineHas(file string, line int, label string) bool {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(string(b), "\n")
+	return line >= 1 && line <= len(lines) && strings.Contains(lines[line-1], label)
+}
+
+// conflictHint explains the common conflicts in a contract's terms.
+func conflictHint(msg string) string {
+	switch {
+	case strings.Contains(msg, "mismatched types string and number"), strings.Contains(msg, "mismatched types string and int"), strings.Contains(msg, "mismatched types string and float"):
+		return "this field takes a plain number without a unit or quotes (see the schema)"
+	case strings.Contains(msg, "mismatched types"):
+		return "the value has the wrong type for this field (see contracts/schema/schema.cue)"
+	}
+	return "two files (or two places) set this field to different values: agree on one, or move it to one side"
+}
+
+// closestAlternative suggests the allowed value nearest to a wrong one.
+func closestAlternative(got string, alts []string) string {
+	bare := strings.Trim(got, `"`)
+	best, bestD := "", 4
+	for _, a := range alts {
+		if d := EditDistance(bare, strings.Trim(a, `"`)); d < bestD {
+			best, bestD = a, d
+		}
+	}
+	if best != "" {
+		return "did you mean " + best + "?"
+	}
+	return "use one of the values listed"
+}
+
+// dropTypeNoise removes "conflicting values X and number (mismatched
+// types …)" when the same path also has a conflict between two values:
+// the first is the schema's other disjunct, not the user's mistake.
+func dropTypeNoise(l diag.List) diag.List {
+	real := map[string]bool{}
+	for _, d := range l {
+		if strings.HasPrefix(d.Message, "conflicting values") && !strings.Contains(d.Message, "mismatched types") {
+			real[d.Path] = true
+		}
+	}
+	var out diag.List
+	for _, d := range l {
+		if real[d.Path] && strings.Contains(d.Message, "mismatched types") {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }

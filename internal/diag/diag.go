@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -181,6 +182,31 @@ func (l List) Fold() List {
 			more = fmt.Sprintf(" and %d more", len(paths)-len(shown))
 		}
 		out[i].Message += fmt.Sprintf(" (also at %s%s)", strings.Join(shown, ", "), more)
+	}
+	return out
+}
+
+// Rebase makes file positions relative to another directory: positions
+// are relative to the checked directory, and a command run from a
+// repository root reports them from there, so that editors and pull
+// request annotations find the files. "." names the directory itself.
+func (l List) Rebase(dir string) List {
+	out := slices.Clone(l)
+	join := func(p Pos) Pos {
+		p = p.Resolved()
+		if p.File == "" || filepath.IsAbs(p.File) {
+			return p
+		}
+		p.File = filepath.ToSlash(filepath.Join(dir, p.File))
+		return p
+	}
+	for i := range out {
+		out[i].Pos = join(out[i].Pos)
+		rel := slices.Clone(out[i].Related)
+		for j := range rel {
+			rel[j].Pos = join(rel[j].Pos)
+		}
+		out[i].Related = rel
 	}
 	return out
 }
