@@ -18,6 +18,44 @@ type base struct {
 	fresh    *freshness
 	requests atomic.Int64
 	lastSent time.Time // guarded by the device's lock
+
+	// worked out once from the profile: per point (in profile order) its
+	// canonical unit and the index of its digits and timestamp points
+	// (-1: none); the index of the freshness point
+	units          []string
+	digits, stamps []int
+	freshIdx       int
+	index          map[string]int
+}
+
+func (b *base) init(dev *binding.Device, opts Options) {
+	p := dev.Profile
+	b.dev, b.opts, b.fresh = dev, opts, newFreshness(p)
+	b.index = make(map[string]int, len(p.Points))
+	for i, pt := range p.Points {
+		b.index[pt.Name] = i
+	}
+	at := func(name string) int {
+		if i, ok := b.index[name]; ok && name != "" {
+			return i
+		}
+		return -1
+	}
+	for _, pt := range p.Points {
+		b.units = append(b.units, pt.CanonicalUnit())
+		b.digits = append(b.digits, at(pt.Digits))
+		b.stamps = append(b.stamps, at(pt.Timestamp))
+	}
+	b.freshIdx = at(p.Freshness)
+}
+
+// indices returns the profile indices of points.
+func (b *base) indices(points []*profile.Point) []int {
+	out := make([]int, len(points))
+	for i, pt := range points {
+		out[i] = b.index[pt.Name]
+	}
+	return out
 }
 
 // gap waits until the device's minimum gap since the last request has
@@ -46,34 +84,33 @@ type raw struct {
 	received time.Time
 }
 
-// readings turns raw values into readings in the profile's point order:
-// decimal digits, scale, units, unavailable values, plausibility, states
-// and staleness.
-func (b *base) readings(raws map[string]raw) []Reading {
+// readings turns raw values (indexed like the profile's points) into
+// readings in the profile's point order: decimal digits, scale, units,
+// unavailable values, plausibility, states and staleness.
+func (b *base) readings(raws []raw) []Reading {
 	p := b.dev.Profile
 	rs := make([]Reading, len(p.Points))
-	byName := make(map[string]int, len(p.Points))
 	for i, pt := range p.Points {
-		byName[pt.Name] = i
-		rw := raws[pt.Name]
-		rs[i] = Reading{Device: b.dev.Name, Point: pt.Name, Unit: pt.CanonicalUnit(), Raw: rw.value, Alarm: pt.Dim == profile.Alarm,
-			Received: rw.received, Latency: rw.latency, Err: rw.err}
+		rw, r := &raws[i], &rs[i]
+		r.Device, r.Point, r.Unit, r.Raw, r.Alarm = b.dev.Name, pt.Name, b.units[i], rw.value, pt.Dim == profile.Alarm
+		r.Received, r.Latency, r.Err = rw.received, rw.latency, rw.err
 		if rw.err != nil {
-			rs[i].Quality = Bad
+			r.Quality = Bad
 			continue
 		}
-		if err := b.value(&rs[i], pt, raws); err != nil {
-			rs[i].Quality, rs[i].Err = Bad, &Error{Device: b.dev, Op: "read", Point: pt.Name, Where: pt.Where(), Err: err}
+		if err := b.value(r, i, raws); err != nil {
+			r.Quality, r.Err = Bad, &Error{Device: b.dev, Op: "read", Point: pt.Name, Where: pt.Where(), Err: err}
 		}
 	}
-	b.fresh.apply(p, rs, byName, b.opts.Clock.Now())
+	b.fresh.apply(p, rs, b.stamps, b.freshIdx, b.opts.Clock.Now())
 	return rs
 }
 
-func (b *base) value(r *Reading, pt *profile.Point, raws map[string]raw) error {
+func (b *base) value(r *Reading, i int, raws []raw) error {
+	pt := b.dev.Profile.Points[i]
 	digits := 0
-	if pt.Digits != "" {
-		d := raws[pt.Digits]
+	if j := b.digits[i]; j >= 0 {
+		d := raws[j]
 		if d.err != nil {
 			return fmt.Errorf("its decimal digits (%s) could not be read", pt.Digits)
 		}

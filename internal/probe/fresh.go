@@ -39,42 +39,44 @@ func (f *freshness) observe(name string, raw float64, now time.Time) time.Durati
 }
 
 // apply marks the good readings stale whose marker has not changed for
-// StaleAfter, and sets DeviceTime from timestamp points. byName indexes
-// rs.
-func (f *freshness) apply(p *profile.Profile, rs []Reading, byName map[string]int, now time.Time) {
-	ages := map[string]time.Duration{}
-	marker := func(name string) (time.Duration, bool) {
-		if age, ok := ages[name]; ok {
+// StaleAfter, and sets DeviceTime from timestamp points. stamps holds
+// each reading's timestamp index (-1: none), fresh the index of the
+// profile's freshness point (-1: none).
+func (f *freshness) apply(p *profile.Profile, rs []Reading, stamps []int, fresh int, now time.Time) {
+	ages := map[int]time.Duration{}
+	marker := func(i int) (time.Duration, bool) {
+		if age, ok := ages[i]; ok {
 			return age, true
 		}
-		i, ok := byName[name]
-		if !ok || rs[i].Quality == Bad {
+		if rs[i].Quality == Bad {
 			return 0, false
 		}
-		age := f.observe(name, rs[i].Raw, now)
-		ages[name] = age
+		age := f.observe(rs[i].Point, rs[i].Raw, now)
+		ages[i] = age
 		return age, true
 	}
 	var deviceAge time.Duration
-	if p.Freshness != "" {
-		deviceAge, _ = marker(p.Freshness)
+	if fresh >= 0 {
+		deviceAge, _ = marker(fresh)
 	}
+	staleErrs := map[time.Duration]error{} // one error per age, shared by the readings it covers
 	for i := range rs {
 		r := &rs[i]
 		if r.Quality != Good {
 			continue
 		}
-		pt := p.Point(r.Point)
 		age := deviceAge
-		if pt.Timestamp != "" {
-			if a, ok := marker(pt.Timestamp); ok {
+		if j := stamps[i]; j >= 0 {
+			if a, ok := marker(j); ok {
 				age = max(age, a)
-				r.DeviceTime = unixTime(rs[byName[pt.Timestamp]].Raw)
+				r.DeviceTime = unixTime(rs[j].Raw)
 			}
 		}
 		if age >= f.staleAfter && f.staleAfter > 0 {
-			r.Quality = Stale
-			r.Err = fmt.Errorf("not refreshed for %s (the device updates every %s)", age.Round(time.Millisecond), p.UpdatePeriod)
+			if staleErrs[age] == nil {
+				staleErrs[age] = fmt.Errorf("not refreshed for %s (the device updates every %s)", age.Round(time.Millisecond), p.UpdatePeriod)
+			}
+			r.Quality, r.Err = Stale, staleErrs[age]
 		}
 	}
 }

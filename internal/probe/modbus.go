@@ -22,15 +22,19 @@ import (
 // any error.
 type modbusDevice struct {
 	base
-	mu     sync.Mutex
-	client *modbus.ModbusClient // nil: closed
-	reused bool                 // the open connection has carried a reply
-	log    *slog.Logger
+	mu      sync.Mutex
+	client  *modbus.ModbusClient // nil: closed
+	reused  bool                 // the open connection has carried a reply
+	log     *slog.Logger
+	planIdx [][]int // per planned request, its points' profile indices
 }
 
 func newModbus(dev *binding.Device, opts Options) *modbusDevice {
-	d := &modbusDevice{base: base{dev: dev, opts: opts, fresh: newFreshness(dev.Profile)},
-		log: opts.Logger.With("device", dev.Name, "address", dev.Address, "unit", dev.Unit)}
+	d := &modbusDevice{log: opts.Logger.With("device", dev.Name, "address", dev.Address, "unit", dev.Unit)}
+	d.init(dev, opts)
+	for _, r := range dev.Profile.Plan {
+		d.planIdx = append(d.planIdx, d.indices(r.Points))
+	}
 	points := 0
 	for _, r := range dev.Profile.Plan {
 		points += len(r.Points)
@@ -135,9 +139,9 @@ func (d *modbusDevice) do(ctx context.Context, retry bool, req func(*modbus.Modb
 func (d *modbusDevice) Read(ctx context.Context) ([]Reading, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	raws := map[string]raw{}
+	raws := make([]raw, len(d.dev.Profile.Points))
 	var connectErr error // once a connect fails, the read's other requests fail with it
-	for _, req := range d.dev.Profile.Plan {
+	for ri, req := range d.dev.Profile.Plan {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -161,7 +165,7 @@ func (d *modbusDevice) Read(ctx context.Context) ([]Reading, error) {
 		if err != nil {
 			err = &Error{Device: d.dev, Op: "read", Where: where(req), Err: err}
 		}
-		for _, pt := range req.Points {
+		for k, pt := range req.Points {
 			r := raw{err: err, latency: latency, received: now}
 			if err == nil {
 				r.value, r.err = pt.DecodeRegisters(req.Slice(regs, pt))
@@ -169,7 +173,7 @@ func (d *modbusDevice) Read(ctx context.Context) ([]Reading, error) {
 					r.err = &Error{Device: d.dev, Op: "read", Point: pt.Name, Where: pt.Where(), Err: r.err}
 				}
 			}
-			raws[pt.Name] = r
+			raws[d.planIdx[ri][k]] = r
 		}
 	}
 	rs := d.readings(raws)

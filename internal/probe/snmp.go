@@ -46,8 +46,8 @@ func newSNMP(dev *binding.Device, opts Options) (*snmpDevice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device %s: port %q: %w", dev.Name, port, err)
 	}
-	d := &snmpDevice{base: base{dev: dev, opts: opts, fresh: newFreshness(dev.Profile)}, host: host, port: uint16(n),
-		log: opts.Logger.With("device", dev.Name, "address", dev.Address)}
+	d := &snmpDevice{host: host, port: uint16(n), log: opts.Logger.With("device", dev.Name, "address", dev.Address)}
+	d.init(dev, opts)
 	d.log.Debug(fmt.Sprintf("%d requests for %d points", len(dev.Profile.Batches), len(dev.Profile.Points)), "profile", dev.ProfileName)
 	return d, nil
 }
@@ -145,7 +145,7 @@ func (d *snmpDevice) describe(err error) error {
 func (d *snmpDevice) Read(ctx context.Context) ([]Reading, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	raws := map[string]raw{}
+	raws := make([]raw, len(d.dev.Profile.Points))
 	for _, batch := range d.dev.Profile.Batches {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -156,7 +156,7 @@ func (d *snmpDevice) Read(ctx context.Context) ([]Reading, error) {
 	return rs, firstErr(rs)
 }
 
-func (d *snmpDevice) get(ctx context.Context, batch []*profile.Point, raws map[string]raw) {
+func (d *snmpDevice) get(ctx context.Context, batch []*profile.Point, raws []raw) {
 	var oids []string
 	for i, pt := range batch {
 		if i == 0 || batch[i-1].OID != pt.OID {
@@ -171,7 +171,7 @@ func (d *snmpDevice) get(ctx context.Context, batch []*profile.Point, raws map[s
 	if err != nil {
 		err = &Error{Device: d.dev, Op: "read", Where: fmt.Sprintf("GET of %d OIDs from %s", len(oids), oids[0][1:]), Err: err}
 		for _, pt := range batch {
-			raws[pt.Name] = raw{err: err, latency: latency, received: now}
+			raws[d.index[pt.Name]] = raw{err: err, latency: latency, received: now}
 		}
 		return
 	}
@@ -182,7 +182,7 @@ func (d *snmpDevice) get(ctx context.Context, batch []*profile.Point, raws map[s
 	for _, pt := range batch {
 		r := raw{latency: latency, received: now}
 		r.value, r.err = d.variable(pt, vars)
-		raws[pt.Name] = r
+		raws[d.index[pt.Name]] = r
 	}
 }
 

@@ -42,6 +42,8 @@ type Modbus struct {
 	regs     map[profile.Table][]uint16
 	defined  map[profile.Table]map[uint16]bool // nil: every address answers
 	requests []Request
+	count    int64
+	noRecord bool
 	fault    Fault
 	server   *modbus.ModbusServer
 }
@@ -115,6 +117,21 @@ func (s *Modbus) SetFault(f Fault) {
 	s.fault = f
 }
 
+// Count is how many requests the server has received.
+func (s *Modbus) Count() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}
+
+// Record turns recording of requests on or off (benchmarks send
+// millions); counting never stops.
+func (s *Modbus) Record(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRecord = !on
+}
+
 // Requests returns every request received so far.
 func (s *Modbus) Requests() []Request {
 	s.mu.Lock()
@@ -156,7 +173,10 @@ func (s *Modbus) Stop() {
 
 func (s *Modbus) handle(r Request, count int) ([]uint16, error) {
 	s.mu.Lock()
-	s.requests = append(s.requests, r)
+	s.count++
+	if !s.noRecord {
+		s.requests = append(s.requests, r)
+	}
 	fault := s.fault
 	s.mu.Unlock()
 	if fault != nil {
