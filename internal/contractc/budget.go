@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/seamdc/seam/internal/cli"
@@ -62,13 +63,19 @@ func status(ok bool) string {
 func writeBudget(w io.Writer, b contract.Budgets) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POWER: feeds (continuous limit = √3·V·I·PF × 80 %)")
-	fmt.Fprintln(tw, "feed\tredundancy\tload\tload, one feed lost\tlimit\theadroom\tstatus")
+	fmt.Fprintln(tw, "feed\tredundancy\tload\tload, one feed lost\tlimit\theadroom\tUPS\tstatus")
 	for _, f := range b.Feeds {
 		lost := "-"
 		if f.Feed.Block.Redundancy != "N" {
 			lost = kw(f.LoadLost) + " (" + f.LostFeed + " lost)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Feed.ID, f.Feed.Block.Redundancy, kw(f.Load), lost, kw(f.Limit), kw(f.Headroom()), status(f.Headroom() >= 0 && len(f.Dropped) == 0))
+		ups, upsOK := "-", true
+		if u := f.Feed.UPS; u != nil {
+			ups = u.Rating.Raw + " for " + u.RideThrough.Raw
+			upsOK = u.Rating.Canon >= f.Design()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Feed.ID, f.Feed.Block.Redundancy, kw(f.Load), lost, kw(f.Limit),
+			kw(f.Headroom()), ups, status(f.Headroom() >= 0 && len(f.Dropped) == 0 && upsOK))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "POWER: blocks")
@@ -85,14 +92,30 @@ func writeBudget(w io.Writer, b contract.Budgets) {
 		return
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "COOLING: loops (flow from Q = ṁ·cp·ΔT)")
-	fmt.Fprintln(tw, "loop\theat\tBTU/h\ttons\tcapacity, one CDU lost\tflow needed\tflow, one pump lost\tstatus")
+	fmt.Fprintln(tw, "COOLING: loops (heat to liquid; flow from Q = ṁ·cp·ΔT)")
+	fmt.Fprintln(tw, "loop\theat\tBTU/h\ttons\tcapacity, one CDU lost\theadroom\tflow needed\tflow, one pump lost\tflow, one CDU lost\tstatus")
 	for _, l := range b.Loops {
-		ok := l.CapacityLost >= l.Heat && l.FlowLost >= l.FlowNeeded
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\n", l.Loop.ID, kw(l.Heat), l.BTUh(), l.Tons(), kw(l.CapacityLost),
-			units.Format(math.Round(l.FlowNeeded), "L/min"), units.Format(l.FlowLost, "L/min"), status(ok))
+		ok := l.CapacityLost >= l.Heat && l.FlowLost >= l.FlowNeeded && l.FlowCDULost >= l.FlowNeeded
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Loop.ID, kw(l.Heat), thousands(l.BTUh()), thousands(l.Tons()),
+			kw(l.CapacityLost), kw(l.CapacityLost-l.Heat), flow(l.FlowNeeded), flow(l.FlowLost), flow(l.FlowCDULost), status(ok))
 	}
 	tw.Flush()
+}
+
+func flow(v float64) string { return thousands(v) + " L/min" }
+
+// thousands writes a rounded number with thin groups: 6,387,526.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", math.Round(v))
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
 }
 
 func worstPDU(pdus []contract.PDUBudget) *contract.PDUBudget {
