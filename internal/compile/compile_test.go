@@ -162,6 +162,29 @@ func TestUntestableClausesAreDiagnosed(t *testing.T) {
 	}
 }
 
+// TestClauseWithoutChannelOrNumbers: an alarm delay with no alarm
+// channel to time (PLAN001) and a clause that states no numbers
+// (PLAN003) are errors at the clause.
+func TestClauseWithoutChannelOrNumbers(t *testing.T) {
+	dir := copyExample(t)
+	edit(t, dir, "controls.cue", `guarantee: {alarm: "ctl/\(c.it)/alarm/controller-silent", alarm_within: "3 s"}`, `guarantee: {alarm_within: "3 s"}`)
+	edit(t, dir, "it.cue", `require: {alarm: "ctl/\(c.it)/alarm/controller-silent", alarm_within: "10 s"}`, `require: {alarm_within: "10 s"}`)
+	edit(t, dir, "joints.cue", `medium:   "liquid"`, `medium:   "liquid"
+			steady: dp: channel: "\(c.cooling)/\(c.it)/dp"`)
+	_, d, err := contract.Vet(dir)
+	require.NoError(t, err)
+	require.Zero(t, d.Count(diag.Error), "%v", d)
+	p, _, diags := compileDir(t, dir, compile.Options{})
+	rules := map[string]string{}
+	for _, dg := range diags {
+		rules[dg.Path] += dg.Rule + "@" + dg.Pos.Resolved().String() + " "
+	}
+	require.Contains(t, rules[`boundaries."ctl-ma".failure."controller-silent"`], "PLAN001@controls.cue:9:")
+	require.Contains(t, rules[`boundaries."l1-ma".steady.dp`], "PLAN003@joints.cue:")
+	require.Equal(t, plan.Untestable, coverageOf(t, p, `boundaries."ctl-ma".failure."controller-silent"`).Status)
+	require.Equal(t, plan.Untestable, coverageOf(t, p, `boundaries."l1-ma".steady.dp`).Status)
+}
+
 // TestUntestableAloneIsStatusUntestable: a clause that no level can
 // prove is reported untestable, with no cases.
 func TestUntestableAloneIsStatusUntestable(t *testing.T) {
