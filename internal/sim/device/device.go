@@ -27,6 +27,13 @@ type Source interface {
 	Signal(name string) (float64, bool)
 }
 
+// Filler is a Source that can write all its values into a map at once;
+// a device then reads its signals from the map instead of asking for
+// each. Fill reports whether it did.
+type Filler interface {
+	Fill(m map[string]float64) bool
+}
+
 // CommandFunc applies a remote write of a point mapped to signal; it is
 // called from a server goroutine and must take its own locks.
 type CommandFunc func(signal string, value float64) error
@@ -70,12 +77,13 @@ type Spec struct {
 
 // Device is a simulated device.
 type Device struct {
-	spec    Spec
-	src     Source
-	cmd     CommandFunc
-	log     *slog.Logger
-	digits  map[string]int // point name → the decimal digits its Digits point holds
-	ordered []Mapping      // digits points first
+	spec     Spec
+	src      Source
+	cmd      CommandFunc
+	log      *slog.Logger
+	digits   map[string]int // point name → the decimal digits its Digits point holds
+	isDigits map[string]bool
+	ordered  []Mapping // digits points first
 
 	mu      sync.Mutex
 	regs    map[profile.Table][]uint16
@@ -86,6 +94,8 @@ type Device struct {
 	faults  faults
 	server  server
 	addr    string
+	vals    map[string]float64 // reused by Refresh
+	encoded []float64          // the value last encoded per ordered mapping; NaN: none
 }
 
 // server is what a protocol server does for its device.
@@ -166,6 +176,7 @@ func (d *Device) order() {
 			isDigits[pt.Digits] = true
 		}
 	}
+	d.isDigits = isDigits
 	d.ordered = append([]Mapping(nil), d.spec.Mappings...)
 	sort.SliceStable(d.ordered, func(i, j int) bool {
 		return isDigits[d.ordered[i].Point.Name] && !isDigits[d.ordered[j].Point.Name]
@@ -250,18 +261,42 @@ func (d *Device) Refresh(now time.Time) {
 		return
 	}
 	d.updates++
-	for _, m := range d.ordered {
-		v, ok := d.value(m, now)
-		if !ok {
-			continue
+	filled := false
+	if f, ok := d.src.(Filler); ok {
+		if d.vals == nil {
+			d.vals = map[string]float64{}
+		}
+		filled = f.Fill(d.vals)
+	}
+	if len(d.encoded) != len(d.ordered) {
+		d.forget()
+	}
+	for i, m := range d.ordered {
+		v, ok := d.value(m, now, filled)
+		if !ok || v == d.encoded[i] {
+			continue // most values do not change between updates: skip the encoding
 		}
 		if err := d.put(m.Point, v); err != nil {
 			d.log.Debug("encode", "point", m.Point.Name, "value", v, "error", err.Error())
+			continue
 		}
+		if d.isDigits[m.Point.Name] {
+			d.forget() // the points scaled by these digits must be encoded again
+		}
+		d.encoded[i] = v
 	}
 }
 
-func (d *Device) value(m Mapping, now time.Time) (float64, bool) {
+// forget drops the record of encoded values, so that the next refresh
+// encodes every point.
+func (d *Device) forget() {
+	d.encoded = make([]float64, len(d.ordered))
+	for i := range d.encoded {
+		d.encoded[i] = math.NaN()
+	}
+}
+
+func (d *Device) value(m Mapping, now time.Time, filled bool) (float64, bool) {
 	var v float64
 	switch {
 	case m.IsConst:
@@ -274,7 +309,12 @@ func (d *Device) value(m Mapping, now time.Time) (float64, bool) {
 		v = now.Sub(d.booted).Seconds()
 	default:
 		var ok bool
-		if v, ok = d.src.Signal(m.Signal); !ok {
+		if filled {
+			v, ok = d.vals[m.Signal]
+		} else {
+			v, ok = d.src.Signal(m.Signal)
+		}
+		if !ok {
 			return 0, false
 		}
 	}
@@ -421,4 +461,62 @@ func (d *Device) reboot(down bool) error {
 		d.log.Info("device back after reboot", "address", addr)
 	}
 	return nil
+}
+
+// SetFactors makes the device encode points wrongly: value × factor on
+// the wire (a defect). Every point must be one the device serves.
+func (d *Device) SetFactors(factors map[string]float64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, f := range factors {
+		found := false
+		for i := range d.ordered {
+			if d.ordered[i].Point.Name == name {
+				d.ordered[i].Factor, found = f, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("device %s serves no point %q", d.spec.Name, name)
+		}
+	}
+	d.forget()
+	return nil
+}
+
+// Read decodes a point from the device's image, as a client reading it
+// over the wire would (decimal digits included).
+func (d *Device) Read(name string) (float64, error) {
+	pt := d.spec.Profile.Point(name)
+	if pt == nil {
+		return 0, fmt.Errorf("device %s: profile %s has no point %q", d.spec.Name, d.spec.Profile.Name, name)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	digits := 0
+	if pt.Digits != "" {
+		raw, err := d.rawLocked(d.spec.Profile.Point(pt.Digits))
+		if err != nil {
+			return 0, err
+		}
+		digits = int(raw)
+	}
+	if pt.OID == "" {
+		return pt.Get(d.regs[pt.Table][pt.Address:pt.End()], digits)
+	}
+	raw, err := d.rawLocked(pt)
+	if err != nil {
+		return 0, err
+	}
+	return pt.Value(raw, digits)
+}
+
+func (d *Device) rawLocked(pt *profile.Point) (float64, error) {
+	if pt.OID != "" {
+		v, ok := d.oids[pt.OID]
+		if !ok {
+			return 0, fmt.Errorf("device %s: no value for %s", d.spec.Name, pt.Name)
+		}
+		return pt.FromSNMP(v)
+	}
+	return pt.DecodeRegisters(d.regs[pt.Table][pt.Address:pt.End()])
 }

@@ -1,0 +1,55 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seamdc/seam/internal/clock"
+)
+
+// maxCatchUp bounds how much sim time one tick may step: a process that
+// was stopped (a debugger, a suspended laptop) resumes from where it
+// stood instead of racing through the gap.
+const maxCatchUp = time.Second
+
+// Run steps the site on clk until ctx is done, keeping sim time at scale
+// times the clock's time (scale 1: real time; 10: ten times faster).
+// It wakes once per physics step of the clock's time and runs every
+// step that is due.
+func (s *Site) Run(ctx context.Context, clk clock.Clock, scale float64) error {
+	if scale <= 0 {
+		return fmt.Errorf("time scale %v: want a positive number", scale)
+	}
+	tick := s.StepSize()
+	start, base := clk.Now(), s.Time()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-clk.After(tick):
+		}
+		due := base + time.Duration(float64(clk.Now().Sub(start))*scale)
+		if behind := due - s.Time(); behind > maxCatchUp {
+			s.log.Warn("simulation fell behind; skipping ahead", "behind_seconds", behind.Seconds())
+			start, base = clk.Now(), s.Time()+maxCatchUp
+			due = base
+		}
+		s.stepUntil(due)
+	}
+}
+
+func (s *Site) stepUntil(due time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.t+s.dt/2 <= due.Seconds() {
+		s.step()
+	}
+}
+
+// Steps is how many physics steps have run.
+func (s *Site) Steps() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.steps
+}
