@@ -67,12 +67,28 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	return cli.ExitOK
 }
 
-// writeOut writes b to path through a temporary file, so a failed
-// compile never leaves half a plan behind.
+// writeOut writes b to path through a temporary file renamed into
+// place, so a failed compile never leaves half a plan behind. A path
+// that is not a regular file (/dev/null, a pipe) is written directly:
+// renaming over it would replace the device.
 func writeOut(path string, b []byte, stdout io.Writer) error {
 	if path == "-" {
 		_, err := stdout.Write(b)
 		return err
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return fmt.Errorf("-o %s is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(b); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".plan-*.json")
 	if err != nil {
