@@ -1,9 +1,11 @@
 package report
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -225,4 +227,35 @@ func orDash(s string) string {
 		return "ok"
 	}
 	return s
+}
+
+// WriteCSV writes one row per compared check.
+func (c *Comparison) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"flag", "clause", "check", "channel", "unit", "case_a", "case_b", "measured_a", "measured_b",
+		"change", "margin_a", "margin_b", "margin_consumed", "verdict_a", "verdict_b"})
+	num := func(k *Check, v float64) string {
+		if k == nil || !k.HasValue {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	for _, d := range c.Deltas {
+		var ma, mb, ga, gb, va, vb string
+		if d.A != nil {
+			ma, ga, va = num(d.A, d.A.Measured), num(d.A, d.A.Margin), d.A.Verdict
+		}
+		if d.B != nil {
+			mb, gb, vb = num(d.B, d.B.Measured), num(d.B, d.B.Margin), d.B.Verdict
+		}
+		var change, consumed string
+		if ma != "" && mb != "" && d.A.Unit == d.B.Unit {
+			change = strconv.FormatFloat(d.Change, 'g', -1, 64)
+			consumed = strconv.FormatFloat(d.Consumed, 'g', 6, 64)
+		}
+		cw.Write([]string{orDash(d.Flag), d.Clause, d.Check, d.Channel, d.Unit, d.CaseA, d.CaseB, ma, mb,
+			change, ga, gb, consumed, va, vb})
+	}
+	cw.Flush()
+	return cw.Error()
 }

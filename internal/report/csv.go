@@ -34,7 +34,7 @@ func CSV(w io.Writer, r *Run) error {
 		}
 		for _, k := range c.Checks {
 			row := append(append([]string{}, head...), k.ID, k.Kind, k.Side, k.Channel, k.Unit,
-				csvNum(k, k.Measured), csvNum(k, k.Limit), csvNum(k, k.Margin), k.Verdict, k.Detail)
+				csvNum(k.HasValue, k.Measured), csvNum(k.HasLimit, k.Limit), csvNum(k.HasValue, k.Margin), k.Verdict, k.Detail)
 			if err := cw.Write(append(row, tail...)); err != nil {
 				return err
 			}
@@ -47,8 +47,8 @@ func CSV(w io.Writer, r *Run) error {
 	return nil
 }
 
-func csvNum(k Check, v float64) string {
-	if !k.HasValue {
+func csvNum(ok bool, v float64) string {
+	if !ok {
 		return ""
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)

@@ -28,7 +28,7 @@ var htmlTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
 		return template.HTML(fmt.Sprintf(`<span class="v v-%s">%s</span>`, template.HTMLEscapeString(v), template.HTMLEscapeString(v)))
 	},
 	"measured": func(c Check) string { return value(c, c.Measured) },
-	"limit":    func(c Check) string { return value(c, c.Limit) },
+	"limit":    limitText,
 	"margin":   func(c Check) string { return value(c, c.Margin) },
 }).ParseFS(tmplFS, "tmpl/report.html"))
 
@@ -192,6 +192,13 @@ func value(c Check, v float64) string {
 		return "—"
 	}
 	return fmtNum(v, c.Unit)
+}
+
+func limitText(c Check) string {
+	if !c.HasLimit {
+		return "—"
+	}
+	return fmtNum(c.Limit, c.Unit)
 }
 
 func fmtNum(v float64, unit string) string {

@@ -163,7 +163,10 @@ func problem(c *Case, outcome string) *junitProblem {
 // checkSummary is a check's measured value against its limit in a few
 // words.
 func checkSummary(k Check) string {
-	if !k.HasValue {
+	switch {
+	case !k.HasValue && k.HasLimit:
+		return fmt.Sprintf("%s %s: nothing measured, limit %s: %s", k.ID, k.Channel, fmtNum(k.Limit, k.Unit), k.Detail)
+	case !k.HasValue:
 		return fmt.Sprintf("%s %s: %s", k.ID, k.Channel, k.Detail)
 	}
 	return fmt.Sprintf("%s %s: measured %s, limit %s (margin %s)", k.ID, k.Channel,

@@ -73,7 +73,7 @@ func writeNotPassed(b *strings.Builder, r *Run) {
 		}
 		for _, k := range checks {
 			rows = append(rows, fmt.Sprintf("| `%s` | %s | %s | %s | %s | %s |", c.ID, k.Verdict, k.ID,
-				value(k, k.Measured), value(k, k.Limit), mdEscape(k.Detail)))
+				value(k, k.Measured), limitText(k), mdEscape(k.Detail)))
 		}
 	}
 	if len(rows) == 0 {

@@ -82,7 +82,8 @@ type Check struct {
 	// Measured, Limit and Margin are in Unit (seconds for time checks);
 	// Margin is positive inside the limit, negative outside.
 	Measured, Limit, Margin float64
-	HasValue                bool   // false when nothing could be measured
+	HasValue                bool   // Measured and Margin hold: something was measured
+	HasLimit                bool   // Limit holds
 	Detail                  string // the grader's sentence: "431.2 V above 430.6 V at +12.4 s"
 	Sources                 []string
 }

@@ -1,0 +1,194 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/report/reporttest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// redact hides what changes between runs of the same bundle: times,
+// durations and the bundle's directory.
+func redact(s, dir string) string {
+	s = strings.ReplaceAll(s, dir, "<bundle>")
+	s = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?`).ReplaceAllString(s, "<time>")
+	s = regexp.MustCompile(`(time|timestamp)="[^"]*"`).ReplaceAllString(s, `$1="<redacted>"`)
+	return s
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create %s", path)
+	assert.Equal(t, string(want), got, "%s differs; if the change is intended, run go test ./internal/report -update", path)
+}
+
+func render(t *testing.T, r *Run, write func(*bytes.Buffer, *Run) error) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, write(&buf, r))
+	return buf.String()
+}
+
+func junitOf(b *bytes.Buffer, r *Run) error    { return JUnit(b, r) }
+func markdownOf(b *bytes.Buffer, r *Run) error { return Markdown(b, r) }
+func csvOf(b *bytes.Buffer, r *Run) error      { return CSV(b, r) }
+
+// TestGoldenReports renders JUnit, markdown and CSV from real bundles:
+// the example's SAT of module ma on a site whose square-wave edges dip
+// past the envelope, and its IST with alarms that come late.
+func TestGoldenReports(t *testing.T) {
+	for _, tt := range []struct{ name, level, defect string }{
+		{"sat-dip", "sat", reporttest.Dip},
+		{"ist-late-alarm", "ist", reporttest.LateAlarm},
+		{"sat-healthy", "sat", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeBundle(t, tt.level, "ma", reporttest.Options{Defect: tt.defect})
+			r, err := Load(dir, Options{})
+			require.NoError(t, err)
+			require.True(t, r.OK(), "integrity %v, mismatches %v", r.Integrity, r.Mismatches)
+			golden(t, tt.name+".junit.xml", redact(render(t, r, junitOf), dir))
+			golden(t, tt.name+".md", redact(render(t, r, markdownOf), dir))
+			golden(t, tt.name+".csv", redact(render(t, r, csvOf), dir))
+		})
+	}
+}
+
+func TestDefectsFailTheirCases(t *testing.T) {
+	dir := writeBundle(t, "sat", "ma", reporttest.Options{Defect: reporttest.Dip})
+	r, err := Load(dir, Options{})
+	require.NoError(t, err)
+	var failed []string
+	for _, c := range r.Cases {
+		if c.Verdict != Pass {
+			failed = append(failed, c.ID)
+		}
+	}
+	// the dip is at the first edge of a square wave: the two transient
+	// cases with a square wave fail, nothing else
+	assert.Equal(t, []string{"sat.l1-ma.transient.training-heat", "sat.p1-ma.transient.training-voltage"}, failed)
+	assert.Equal(t, "failed", r.Outcome)
+	var junit bytes.Buffer
+	require.NoError(t, JUnit(&junit, r))
+	assert.Contains(t, junit.String(), `<failure message="guarantee-max-deviation p1/ma/feed-a/voltage: measured 62.28 V, limit 33.2 V (margin -29.08 V)`)
+}
+
+func TestAlteredVerdictIsCaught(t *testing.T) {
+	dir := writeBundle(t, "sat", "ma", reporttest.Options{})
+	path := filepath.Join(dir, evidence.ResultsFile)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// the first case's first check: PASS recorded as FAIL, and its case too
+	altered := strings.Replace(string(raw), `"outcome": "PASS"`, `"outcome": "FAIL"`, 2)
+	require.NotEqual(t, string(raw), altered)
+	require.NoError(t, os.WriteFile(path, []byte(altered), 0o644))
+
+	r, err := Load(dir, Options{Plots: true})
+	require.NoError(t, err)
+	require.False(t, r.OK())
+	require.Len(t, r.Mismatches, 1, "%v", r.Mismatches)
+	m := r.Mismatches[0]
+	assert.Equal(t, "sat.ctl-ma.steady.heartbeat", m.Case)
+	assert.Equal(t, "guarantee-in-band", m.Check)
+	assert.Equal(t, "FAIL", m.Recorded)
+	assert.Equal(t, "PASS", m.Regrade)
+	assert.Contains(t, m.Detail, "outcome FAIL, re-graded PASS")
+	// and evidence.Verify says results.json changed after the manifest
+	require.NotEmpty(t, r.Integrity)
+	assert.Contains(t, strings.Join(r.Integrity, "\n"), "results.json: digest")
+
+	var junit, md, html bytes.Buffer
+	require.NoError(t, JUnit(&junit, r))
+	require.NoError(t, Markdown(&md, r))
+	require.NoError(t, HTML(&html, r))
+	assert.Contains(t, junit.String(), `<testcase name="regrade sat.ctl-ma.steady.heartbeat guarantee-in-band" classname="evidence"`)
+	assert.Contains(t, junit.String(), `results.json: digest`)
+	assert.Contains(t, md.String(), "> - re-grade: sat.ctl-ma.steady.heartbeat guarantee-in-band recorded FAIL, the raw samples give PASS")
+	assert.Contains(t, html.String(), "This report cannot be trusted as it stands.")
+}
+
+func TestAlteredMeasuredValueIsCaught(t *testing.T) {
+	dir := writeBundle(t, "sat", "ma", reporttest.Options{})
+	path := filepath.Join(dir, evidence.ResultsFile)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// a nicer margin, the outcome left alone
+	re := regexp.MustCompile(`"margin": [0-9.e+-]+`)
+	loc := re.FindIndex(raw)
+	require.NotNil(t, loc)
+	altered := string(raw[:loc[0]]) + `"margin": 99` + string(raw[loc[1]:])
+	require.NoError(t, os.WriteFile(path, []byte(altered), 0o644))
+	r, err := Load(dir, Options{})
+	require.NoError(t, err)
+	require.Len(t, r.Mismatches, 1)
+	assert.Contains(t, r.Mismatches[0].Detail, "margin 99 s, re-graded")
+	assert.Equal(t, "PASS", r.Mismatches[0].Regrade)
+}
+
+func TestAlteredSampleIsCaught(t *testing.T) {
+	dir := writeBundle(t, "sat", "ma", reporttest.Options{})
+	path := filepath.Join(dir, evidence.SamplesFile)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// push one heartbeat-age reading far above both limits
+	i := bytes.Index(raw, []byte("ctl/ma/heartbeat-age,"))
+	require.Positive(t, i)
+	line := raw[i : i+bytes.IndexByte(raw[i:], '\n')]
+	fields := strings.Split(string(line), ",")
+	fields[2] = "60"
+	altered := bytes.Replace(raw, line, []byte(strings.Join(fields, ",")), 1)
+	require.NoError(t, os.WriteFile(path, altered, 0o644))
+	r, err := Load(dir, Options{})
+	require.NoError(t, err)
+	require.Len(t, r.Mismatches, 2, "both sides' in-band checks of the heartbeat now fail")
+	assert.Equal(t, "PASS", r.Mismatches[0].Recorded)
+	assert.Equal(t, "FAIL", r.Mismatches[0].Regrade)
+	assert.Contains(t, strings.Join(r.Integrity, "\n"), "samples were altered")
+}
+
+func TestLoadRefusesWhatItCannotRead(t *testing.T) {
+	good := writeBundle(t, "sat", "ma", reporttest.Options{})
+	tests := []struct {
+		name   string
+		break_ func(dir string)
+		want   string
+	}{
+		{"no results", func(dir string) { os.Remove(filepath.Join(dir, "results.json")) }, "has no results.json: the run did not finish"},
+		{"no plan", func(dir string) { os.Remove(filepath.Join(dir, "plan.json")) }, "the plan that ran is needed to re-grade"},
+		{"bad results", func(dir string) { os.WriteFile(filepath.Join(dir, "results.json"), []byte("{"), 0o644) }, "results.json: results: unexpected end of JSON input"},
+		{"bad sample", func(dir string) {
+			f, _ := os.OpenFile(filepath.Join(dir, "samples.csv"), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("p1/ma/feed-a/voltage,2026-11-29T12:00:00Z,four hundred,good\n")
+			f.Close()
+		}, `samples.csv line \d+: channel p1/ma/feed-a/voltage: value "four hundred": not a number`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "b")
+			require.NoError(t, os.CopyFS(dir, os.DirFS(good)))
+			tt.break_(dir)
+			_, err := Load(dir, Options{})
+			require.Error(t, err)
+			assert.Regexp(t, tt.want, err.Error())
+		})
+	}
+	_, err := Load(filepath.Join(t.TempDir(), "missing"), Options{})
+	assert.ErrorContains(t, err, "missing: not a directory")
+}
