@@ -22,6 +22,7 @@ import (
 // Site is a running simulation. Its methods are safe for concurrent use.
 type Site struct {
 	mu     sync.Mutex
+	name   string
 	log    *slog.Logger
 	cfg    *simconfig.Config
 	defect *simconfig.Defect
@@ -119,7 +120,7 @@ type link struct {
 
 // NewSite builds a site from loaded contracts and a sim config.
 func NewSite(c *contract.Contracts, cfg *simconfig.Config, opt Options) (*Site, error) {
-	s := &Site{log: opt.Log, cfg: cfg, dt: 1 / cfg.Rate, epoch: opt.Epoch, elements: map[string]Element{}}
+	s := &Site{log: opt.Log, cfg: cfg, dt: 1 / cfg.Rate, epoch: opt.Epoch, elements: map[string]Element{}, name: c.Site.Name}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -243,6 +244,12 @@ func (s *Site) Now() time.Time {
 
 // StepSize is the physics step.
 func (s *Site) StepSize() time.Duration { return time.Duration(s.dt * float64(time.Second)) }
+
+// Config is the sim config the site was built from.
+func (s *Site) Config() *simconfig.Config { return s.cfg }
+
+// Name is the site's name.
+func (s *Site) Name() string { return s.name }
 
 // Defect is the defect the site runs with, or nil.
 func (s *Site) Defect() *simconfig.Defect { return s.defect }

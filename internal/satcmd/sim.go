@@ -1,0 +1,197 @@
+package satcmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/sim"
+)
+
+func init() {
+	register("sim", "run the simulated site and print its devices as a site binding", runSim)
+}
+
+const simHelp = `Runs the simulated site of a contract directory: its load banks, floor
+PDUs, UPSes, rack PDUs, CDUs and controls links as Modbus TCP servers and
+SNMP agents on loopback, driven by the site's physics. Prints the site
+binding of the running devices (write it to a directory and give it to
+sat probe --site or sat run --site), writes it to --out with the SNMP
+credentials beside it, and serves a control interface (faults, scripts,
+manual steps) whose URL it prints to stderr. Runs until interrupted, or
+for --for.
+
+The sim config defaults to fixtures/sim/<site name>; SNMP credentials
+come from SEAM_SNMP_COMMUNITY, SEAM_SNMP_AUTH and SEAM_SNMP_PRIV, or are
+loopback defaults.`
+
+type simFlags struct {
+	config, profiles, fixtures string
+	defect, script, out        string
+	control                    string
+	scale                      float64
+	duration                   time.Duration
+	listDefects, verbose       bool
+}
+
+func runSim(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runSimCtx(ctx, args, stdout, stderr, os.LookupEnv)
+}
+
+// runSimCtx is runSim with its context and environment, for tests.
+func runSimCtx(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	fs := flag.NewFlagSet("SITE [--defect NAME] [--time-scale K] [--out DIR]", flag.ContinueOnError)
+	var f simFlags
+	fs.StringVar(&f.config, "config", "", "sim config directory (default fixtures/sim/<site name>)")
+	fs.StringVar(&f.profiles, "profiles", "", "shipped device profiles (default fixtures/profiles)")
+	fs.StringVar(&f.fixtures, "fixtures", "fixtures", "the fixtures directory the defaults are in")
+	fs.StringVar(&f.defect, "defect", "", "run with a defect of the sim config (see --list-defects)")
+	fs.StringVar(&f.script, "script", "", "play a fault script of the sim config from the start")
+	fs.StringVar(&f.out, "out", "", "directory for binding.cue and the SNMP credentials (default: a new temporary directory)")
+	fs.StringVar(&f.control, "control", "127.0.0.1:0", "address of the control interface")
+	fs.Float64Var(&f.scale, "time-scale", 1, "sim seconds per wall second")
+	fs.DurationVar(&f.duration, "for", 0, "stop after this long (wall time); 0: until interrupted")
+	fs.BoolVar(&f.listDefects, "list-defects", false, "list the defects and the clauses they violate, and exit")
+	fs.BoolVar(&f.verbose, "v", false, "log faults, device faults and refused writes to stderr")
+	pos, err := cli.Parse(fs, args)
+	switch {
+	case err != nil:
+	case len(pos) != 1:
+		err = cli.Usagef("want one contract directory, got %d arguments", len(pos))
+	case f.scale <= 0:
+		err = cli.Usagef("--time-scale must be positive, got %v", f.scale)
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, simHelp)
+		}
+		return fail(stderr, "sim", fs, err)
+	}
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	o, diags, err := sim.Open(sim.Paths{Contracts: pos[0], Config: f.config, Profiles: f.profiles, Fixtures: f.fixtures},
+		f.defect, sim.SecretsFrom(lookupEnv), time.Time{}, log)
+	if err != nil || diags.Count(diag.Error) > 0 {
+		diag.Text(stderr, diags)
+		if err == nil {
+			err = fmt.Errorf("%d error(s) in the inputs", diags.Count(diag.Error))
+		}
+		fmt.Fprintf(stderr, "sat sim: %v\n", err)
+		return cli.ExitTool
+	}
+	if f.listDefects {
+		listDefects(stdout, o)
+		return cli.ExitOK
+	}
+	return serveSim(ctx, o, f, stdout, stderr, lookupEnv)
+}
+
+func listDefects(w io.Writer, o *sim.Opened) {
+	cfg := o.Site.Config()
+	for _, name := range cfg.DefectNames() {
+		df := cfg.Defects[name]
+		fmt.Fprintf(w, "%s\n  violates %s\n  %s\n", name, df.Violates, df.Description)
+	}
+}
+
+func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	out, err := outDir(f.out)
+	if err == nil {
+		err = o.Start()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sat sim: %v\n", err)
+		return cli.ExitTool
+	}
+	defer o.Close()
+	cs, err := o.ServeControl(f.control)
+	if err != nil {
+		fmt.Fprintf(stderr, "sat sim: %v\n", err)
+		return cli.ExitTool
+	}
+	defer cs.Close()
+	text, err := writeBinding(o, out, cs.URL(), lookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "sat sim: %v\n", err)
+		return cli.ExitTool
+	}
+	if f.script != "" {
+		if err := o.Site.Play(f.script); err != nil {
+			fmt.Fprintf(stderr, "sat sim: %v\n", err)
+			return cli.ExitTool
+		}
+	}
+	stdout.Write(text)
+	fmt.Fprintf(stderr, "sat sim: %d devices serving on loopback; binding in %s; control interface %s\n",
+		len(o.Devices()), filepath.Join(out, "binding.cue"), cs.URL())
+	if f.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	if err := o.Site.Run(ctx, clock.Real{}, f.scale); err != nil {
+		fmt.Fprintf(stderr, "sat sim: %v\n", err)
+		return cli.ExitTool
+	}
+	fmt.Fprintf(stderr, "sat sim: stopped after %s of sim time\n", o.Site.Time().Round(time.Millisecond))
+	return cli.ExitOK
+}
+
+func outDir(dir string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", "seam-sim-")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Abs(dir)
+}
+
+// writeBinding writes the credentials and binding.cue into dir and
+// returns the binding's text. The binding refers to the credentials by
+// absolute file paths, so that a copy of it works from anywhere.
+func writeBinding(o *sim.Opened, dir, control string, lookupEnv func(string) (string, bool)) ([]byte, error) {
+	secrets := sim.SecretsFrom(lookupEnv)
+	refs := sim.SecretRefs{}
+	for _, s := range []struct {
+		file, value string
+		ref         *string
+	}{{"snmp-community", secrets.Community, &refs.Community}, {"snmp-auth", secrets.AuthPass, &refs.Auth}, {"snmp-priv", secrets.PrivPass, &refs.Priv}} {
+		path := filepath.Join(dir, s.file)
+		if err := os.WriteFile(path, []byte(s.value+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		*s.ref = "file:" + path
+	}
+	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, refs)
+	var text strings.Builder
+	fmt.Fprintf(&text, "// The simulated site %s, served by sat sim on loopback.\n", o.Site.Name())
+	fmt.Fprintf(&text, "// Control interface: %s\n", control)
+	if df := o.Site.Defect(); df != nil {
+		fmt.Fprintf(&text, "// Defect %s: violates %s\n", df.Name, df.Violates)
+	}
+	text.Write(binding.Marshal(b, "binding"))
+	out := []byte(text.String())
+	if err := os.WriteFile(filepath.Join(dir, "control.url"), []byte(control+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return out, os.WriteFile(filepath.Join(dir, "binding.cue"), out, 0o644)
+}
