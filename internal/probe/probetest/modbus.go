@@ -18,6 +18,10 @@ import (
 	"github.com/seamdc/seam/internal/profile"
 )
 
+// imageSize is how many registers (or bits) of each table the server
+// holds: addresses above answer "illegal data address".
+const imageSize = 1024
+
 // Request is one request a Modbus server received.
 type Request struct {
 	Table    profile.Table
@@ -56,7 +60,12 @@ type Modbus struct {
 func NewModbus(p *profile.Profile, values map[string]float64, strict bool) (*Modbus, error) {
 	s := &Modbus{Profile: p, regs: map[profile.Table][]uint16{}}
 	for _, t := range []profile.Table{profile.Holding, profile.Input, profile.Coil, profile.Discrete} {
-		s.regs[t] = make([]uint16, 65536)
+		s.regs[t] = make([]uint16, imageSize)
+	}
+	for _, pt := range p.Points {
+		if pt.End() > imageSize {
+			return nil, fmt.Errorf("point %s at %s: the test server holds only %d registers per table", pt.Name, pt.Where(), imageSize)
+		}
 	}
 	if strict {
 		s.defined = map[profile.Table]map[uint16]bool{}
@@ -195,7 +204,7 @@ func (s *Modbus) handle(r Request, count int) ([]uint16, error) {
 			}
 		}
 	}
-	if int(r.Addr)+count > 65536 {
+	if int(r.Addr)+count > imageSize {
 		return nil, modbus.ErrIllegalDataAddress
 	}
 	img := s.regs[r.Table]

@@ -194,8 +194,13 @@ func (a *Agent) master() (*GoSNMPServer.MasterAgent, error) {
 	if a.Community != "" {
 		communities = append(communities, a.Community)
 	}
+	// our own engine id and time: the library's defaults ask gopsutil for
+	// the host id and uptime, which takes about 0.2 s per agent
+	started := time.Now()
 	m := &GoSNMPServer.MasterAgent{Logger: GoSNMPServer.NewDiscardLogger(),
-		SecurityConfig: GoSNMPServer.SecurityConfig{AuthoritativeEngineBoots: a.boots, Users: usm},
+		SecurityConfig: GoSNMPServer.SecurityConfig{AuthoritativeEngineBoots: a.boots, Users: usm,
+			AuthoritativeEngineID:        GoSNMPServer.SNMPEngineID{EngineIDData: fmt.Sprintf("seam-%p", a)},
+			OnGetAuthoritativeEngineTime: func() uint32 { return uint32(time.Since(started).Seconds()) }},
 		SubAgents: []*GoSNMPServer.SubAgent{{CommunityIDs: communities, OIDs: items,
 			UserErrorMarkPacket: true, Logger: GoSNMPServer.NewDiscardLogger()}}}
 	return m, m.ReadyForWork()
