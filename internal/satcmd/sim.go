@@ -90,7 +90,9 @@ func runSimCtx(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	o, diags, err := sim.Open(sim.Paths{Contracts: pos[0], Config: f.config, Profiles: f.profiles, Fixtures: f.fixtures},
 		f.defect, sim.SecretsFrom(lookupEnv), time.Time{}, log)
 	if err != nil || diags.Count(diag.Error) > 0 {
-		diag.Text(stderr, diags)
+		if len(diags) > 0 {
+			diag.Text(stderr, diags)
+		}
 		if err == nil {
 			err = fmt.Errorf("%d error(s) in the inputs", diags.Count(diag.Error))
 		}

@@ -1,0 +1,181 @@
+package satcmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/seamdc/seam/internal/sim"
+)
+
+// TestSimScripts runs `sat sim` end to end (testdata/sim/*.txtar) and
+// reads the simulated site with `sat probe`, both in process. Commands:
+//
+//	sat ARGS...                       run sat (foreground)
+//	simulate start OUTDIR ARGS...     start `sat sim ARGS... --out OUTDIR` in the
+//	                                  background; returns once the binding is written
+//	simulate stop                     interrupt it and check it exits 0
+//	fault inject|clear KIND TARGET    drive its control interface
+//	sleep DURATION                    wait (wall time)
+func TestSimScripts(t *testing.T) {
+	fixtures, err := filepath.Abs("../../fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := filepath.Abs("../../contracts/examples/threemodule")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/sim",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("FIXTURES", fixtures)
+			env.Setenv("EXAMPLE", example)
+			bg := &background{}
+			env.Values["sim"] = bg
+			env.Defer(bg.stop)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"sat":      simCmdSat,
+			"simulate": simCmdSimulate,
+			"fault":    simCmdFault,
+			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
+				d, err := time.ParseDuration(args[0])
+				ts.Check(err)
+				time.Sleep(d)
+			},
+		},
+	})
+}
+
+func lookup(ts *testscript.TestScript) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v := ts.Getenv(k)
+		return v, v != ""
+	}
+}
+
+func simCmdSat(ts *testscript.TestScript, neg bool, args []string) {
+	var code int
+	switch {
+	case len(args) > 0 && args[0] == "probe":
+		code = runProbeEnv(args[1:], ts.Stdout(), ts.Stderr(), lookup(ts))
+	case len(args) > 0 && args[0] == "sim":
+		code = runSimCtx(context.Background(), args[1:], ts.Stdout(), ts.Stderr(), lookup(ts))
+	default:
+		code = Main(args, ts.Stdout(), ts.Stderr())
+	}
+	fmt.Fprintf(ts.Stderr(), "[exit %d]\n", code)
+	if (code != 0) != neg {
+		ts.Fatalf("sat exited %d", code)
+	}
+}
+
+// background is a `sat sim` running in the script's process.
+type background struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan int
+	out    string
+	stderr bytes.Buffer
+}
+
+func (b *background) stop() {
+	b.mu.Lock()
+	cancel, done := b.cancel, b.done
+	b.cancel = nil
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func simCmdSimulate(ts *testscript.TestScript, neg bool, args []string) {
+	bg := ts.Value("sim").(*background)
+	if len(args) == 1 && args[0] == "stop" {
+		bg.mu.Lock()
+		cancel, done := bg.cancel, bg.done
+		bg.cancel = nil
+		bg.mu.Unlock()
+		if cancel == nil {
+			ts.Fatalf("no simulation running")
+		}
+		cancel()
+		if code := <-done; code != 0 {
+			ts.Fatalf("sat sim exited %d:\n%s", code, bg.stderr.String())
+		}
+		return
+	}
+	if len(args) < 2 || args[0] != "start" {
+		ts.Fatalf("usage: simulate start OUTDIR ARGS... | simulate stop")
+	}
+	out := ts.MkAbs(args[1])
+	ctx, cancel := context.WithCancel(context.Background())
+	bg.mu.Lock()
+	bg.cancel, bg.done, bg.out = cancel, make(chan int, 1), out
+	bg.stderr.Reset()
+	bg.mu.Unlock()
+	simArgs := append(append([]string{}, args[2:]...), "--out", out)
+	go func() {
+		var stdout bytes.Buffer
+		bg.done <- runSimCtx(ctx, simArgs, &stdout, &syncWriter{b: bg}, lookup(ts))
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(out, "binding.cue")); err == nil {
+			return
+		}
+		select {
+		case code := <-bg.done:
+			ts.Fatalf("sat sim exited %d before writing its binding:\n%s", code, bg.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("sat sim wrote no binding within 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type syncWriter struct{ b *background }
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	return w.b.stderr.Write(p)
+}
+
+func simCmdFault(ts *testscript.TestScript, neg bool, args []string) {
+	bg := ts.Value("sim").(*background)
+	if len(args) != 3 {
+		ts.Fatalf("usage: fault inject|clear KIND TARGET")
+	}
+	url, err := os.ReadFile(filepath.Join(bg.out, "control.url"))
+	ts.Check(err)
+	c := &sim.Client{URL: strings.TrimSpace(string(url))}
+	ctx := context.Background()
+	switch args[0] {
+	case "inject":
+		err = c.Inject(ctx, sim.Fault{Kind: args[1], Target: args[2]})
+	case "clear":
+		err = c.Clear(ctx, args[1], args[2])
+	default:
+		ts.Fatalf("usage: fault inject|clear KIND TARGET")
+	}
+	if (err != nil) != neg {
+		ts.Fatalf("fault %s: %v", args[0], err)
+	}
+	if err != nil {
+		fmt.Fprintln(ts.Stderr(), err)
+	}
+}
