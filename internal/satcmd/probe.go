@@ -1,6 +1,7 @@
 package satcmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -148,7 +149,8 @@ func render(w io.Writer, format string, rs []probe.ChannelReading, now time.Time
 	if format == "json" {
 		return renderJSON(w, rs)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANNEL\tDEVICE\tPOINT\tVALUE\tUNIT\tQUALITY\tLATENCY\tNOTE")
 	counts := map[probe.Quality]int{}
 	failing := 0
@@ -161,6 +163,9 @@ func render(w io.Writer, format string, rs []probe.ChannelReading, now time.Time
 			r.Quality, latency(r.Reading), note(r))
 	}
 	tw.Flush()
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n")))
+	}
 	fmt.Fprintf(w, "%s: %d readings: %d good, %d stale, %d error; %d required not good\n",
 		now.UTC().Format(time.RFC3339), len(rs), counts[probe.Good], counts[probe.Stale], counts[probe.Bad], failing)
 	return nil
