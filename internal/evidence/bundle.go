@@ -74,6 +74,15 @@ func Create(dir string, c clock.Clock) (*Bundle, error) {
 // Dir is the bundle's directory.
 func (b *Bundle) Dir() string { return b.dir }
 
+// SamplesSize is how many bytes of samples.csv have been written,
+// synced or not: a runner notes it at a case's start, and after a Sync
+// reads the case's samples back from there.
+func (b *Bundle) SamplesSize() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nSamples
+}
+
 // Append adds a record of kind with data marshalled to JSON, and syncs
 // if the last sync is a second old.
 func (b *Bundle) Append(kind, caseID string, data any) (Record, error) {
