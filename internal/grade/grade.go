@@ -80,6 +80,11 @@ type Timeline struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 	Steps []Span    `json:"steps"`
+	// MaxGapS is, per channel, the longest time in seconds without a
+	// good sample that a graded window may have; the runner sets it from
+	// the plan's sampling, so that an offline re-grade uses the same.
+	// A channel without an entry uses Options.MaxGap.
+	MaxGapS map[string]float64 `json:"max_gap_s,omitempty"`
 }
 
 // Step returns the span of step id, or nil when it did not run.
@@ -95,7 +100,8 @@ func (tl Timeline) Step(id string) *Span {
 // Options tune grading.
 type Options struct {
 	// MaxGap is the longest time without a good sample that a graded
-	// window may have; longer is an ERROR. 0 means 2 s.
+	// window may have; longer is an ERROR. Timeline.MaxGapS overrides it
+	// per channel. 0 means 2 s.
 	MaxGap time.Duration
 }
 
@@ -140,6 +146,9 @@ type kind interface {
 // New returns a grader for c over a case that ran as tl.
 func New(c plan.Check, tl Timeline, opt Options) *Grader {
 	g := &Grader{c: c, tl: tl, maxGap: opt.MaxGap}
+	if s, ok := tl.MaxGapS[c.Channel]; ok && s > 0 {
+		g.maxGap = seconds(s)
+	}
 	if g.maxGap <= 0 {
 		g.maxGap = 2 * time.Second
 	}

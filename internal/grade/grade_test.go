@@ -99,6 +99,18 @@ func TestInBand(t *testing.T) {
 	}
 }
 
+// The timeline's per-channel allowance overrides the option.
+func TestTimelineMaxGap(t *testing.T) {
+	c := inBand(plan.F(400), plan.F(430))
+	c.Channel = "v"
+	s := append(series(10, 12, 0.5, flat(415)), series(16, 20, 0.5, flat(415))...)
+	tl := steady
+	tl.MaxGapS = map[string]float64{"v": 5}
+	assert.Equal(t, Pass, grade(c, tl, s).Outcome)
+	tl.MaxGapS = map[string]float64{"other": 5}
+	assert.Equal(t, Error, grade(c, tl, s).Outcome)
+}
+
 func TestOneSidedBands(t *testing.T) {
 	v := grade(inBand(plan.F(3120), nil), steady, series(10, 20, 0.5, func(t float64) float64 { return 3300 - t }))
 	assert.Equal(t, Pass, v.Outcome)
