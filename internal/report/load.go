@@ -182,6 +182,11 @@ func (cs *caseState) finish() (Case, []Mismatch) {
 		verdicts[i] = g.Verdict()
 	}
 	mismatches = append(mismatches, compareVerdicts(rc, cs.pc, verdicts)...)
+	if v, m := caseVerdict(rc, verdicts); m != nil {
+		mismatches = append(mismatches, *m)
+	} else {
+		c.Verdict = v
+	}
 	for i, k := range cs.pc.Checks {
 		c.Checks = append(c.Checks, checkView(recordedCheck(rc, k), verdicts[i]))
 	}
@@ -189,6 +194,32 @@ func (cs *caseState) finish() (Case, []Mismatch) {
 		c.Plot = cs.plot.data(cs.pc, verdicts)
 	}
 	return c, mismatches
+}
+
+// caseVerdict is the case's outcome from its re-graded checks: FAIL if
+// any failed, else ERROR if any could not decide, else PASS. A recorded
+// PASS or FAIL must be exactly that; a recorded ERROR (the harness may
+// have failed while the checks passed), ABORTED or SKIPPED stands unless
+// a check proves a failure.
+func caseVerdict(rc results.Case, verdicts []grade.Verdict) (string, *Mismatch) {
+	derived := grade.Pass
+	for _, v := range verdicts {
+		switch {
+		case v.Outcome == grade.Fail:
+			derived = grade.Fail
+		case v.Outcome == grade.Error && derived == grade.Pass:
+			derived = grade.Error
+		}
+	}
+	rec := rc.Outcome
+	switch {
+	case rec == derived:
+		return string(rec), nil
+	case (rec == grade.Pass || rec == grade.Fail) || derived == grade.Fail:
+		return "", &Mismatch{Case: rc.ID, Recorded: string(rec), Regrade: string(derived),
+			Detail: fmt.Sprintf("the case is recorded %s, its re-graded checks make it %s", rec, derived)}
+	}
+	return string(rec), nil
 }
 
 // recordedCheck is the recorded check with k's id, or one made from the

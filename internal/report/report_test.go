@@ -103,13 +103,15 @@ func TestAlteredVerdictIsCaught(t *testing.T) {
 	r, err := Load(dir, Options{Plots: true})
 	require.NoError(t, err)
 	require.False(t, r.OK())
-	require.Len(t, r.Mismatches, 1, "%v", r.Mismatches)
+	require.Len(t, r.Mismatches, 2, "%v", r.Mismatches)
 	m := r.Mismatches[0]
 	assert.Equal(t, "sat.ctl-ma.steady.heartbeat", m.Case)
 	assert.Equal(t, "guarantee-in-band", m.Check)
 	assert.Equal(t, "FAIL", m.Recorded)
 	assert.Equal(t, "PASS", m.Regrade)
 	assert.Contains(t, m.Detail, "outcome FAIL, re-graded PASS")
+	assert.Equal(t, Mismatch{Case: "sat.ctl-ma.steady.heartbeat", Recorded: "FAIL", Regrade: "PASS",
+		Detail: "the case is recorded FAIL, its re-graded checks make it PASS"}, r.Mismatches[1])
 	// and evidence.Verify says results.json changed after the manifest
 	require.NotEmpty(t, r.Integrity)
 	assert.Contains(t, strings.Join(r.Integrity, "\n"), "results.json: digest")
@@ -122,6 +124,28 @@ func TestAlteredVerdictIsCaught(t *testing.T) {
 	assert.Contains(t, junit.String(), `results.json: digest`)
 	assert.Contains(t, md.String(), "> - re-grade: sat.ctl-ma.steady.heartbeat guarantee-in-band recorded FAIL, the raw samples give PASS")
 	assert.Contains(t, html.String(), "This report cannot be trusted as it stands.")
+}
+
+func TestAlteredCaseOutcomeIsCaught(t *testing.T) {
+	dir := writeBundle(t, "ist", "ma", reporttest.Options{})
+	path := filepath.Join(dir, evidence.ResultsFile)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// the first case's outcome only; its checks still say PASS
+	altered := strings.Replace(string(raw), `"outcome": "PASS"`, `"outcome": "ERROR", "reason": "load bank lb-ma did not read back 0 kW"`, 1)
+	require.NoError(t, os.WriteFile(path, []byte(altered), 0o644))
+	r, err := Load(dir, Options{})
+	require.NoError(t, err)
+	assert.Empty(t, r.Mismatches, "an ERROR may stand over passing checks: the harness can fail")
+	assert.Equal(t, Error, r.Cases[0].Verdict)
+	assert.NotEmpty(t, r.Integrity, "but the manifest catches the edit")
+
+	altered = strings.Replace(string(raw), `"outcome": "PASS"`, `"outcome": "FAIL"`, 1)
+	require.NoError(t, os.WriteFile(path, []byte(altered), 0o644))
+	r, err = Load(dir, Options{})
+	require.NoError(t, err)
+	require.Len(t, r.Mismatches, 1)
+	assert.Equal(t, "the case is recorded FAIL, its re-graded checks make it PASS", r.Mismatches[0].Detail)
 }
 
 func TestAlteredMeasuredValueIsCaught(t *testing.T) {
@@ -157,7 +181,7 @@ func TestAlteredSampleIsCaught(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, altered, 0o644))
 	r, err := Load(dir, Options{})
 	require.NoError(t, err)
-	require.Len(t, r.Mismatches, 2, "both sides' in-band checks of the heartbeat now fail")
+	require.Len(t, r.Mismatches, 3, "both sides' in-band checks of the heartbeat now fail, and so the case")
 	assert.Equal(t, "PASS", r.Mismatches[0].Recorded)
 	assert.Equal(t, "FAIL", r.Mismatches[0].Regrade)
 	assert.Contains(t, strings.Join(r.Integrity, "\n"), "samples were altered")

@@ -1,0 +1,198 @@
+package satcmd
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/report"
+	"github.com/seamdc/seam/internal/sign"
+)
+
+func init() {
+	register("report", "write the HTML, JUnit, CSV and markdown reports of an evidence bundle", runReport)
+}
+
+// reportFormats are the formats sat report writes, with their file names.
+var reportFormats = []struct {
+	name, file string
+	write      func(io.Writer, *report.Run) error
+}{
+	{"html", "report.html", report.HTML},
+	{"junit", "junit.xml", report.JUnit},
+	{"csv", "checks.csv", report.CSV},
+	{"md", "summary.md", report.Markdown},
+}
+
+const reportHelp = `Reads the evidence bundle DIR alone, verifies it (hash chain, samples,
+manifest, signature), re-grades every check from the raw samples and
+writes the reports to --out (default DIR/report). Exit 0: the reports
+are written and the evidence is intact; 2: they are written, but the
+bundle does not verify or a recorded verdict does not re-grade; 1: no
+report could be written.`
+
+func runReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("DIR [--format html,junit,csv,md] [--out DIR|-] [--allowed-signers FILE]", flag.ContinueOnError)
+	formats := fs.String("format", "html,junit,csv,md", "comma-separated: html, junit, csv, md")
+	out := fs.String("out", "", "directory to write to (default DIR/report); - writes the one format asked for to stdout")
+	signers := fs.String("allowed-signers", "", "require the manifest signed by a key of this allowed-signers file")
+	buckets := fs.Int("plot-intervals", report.DefaultBuckets, "intervals per plot whose first, lowest, highest and last samples are drawn")
+	pos, err := cli.Parse(fs, args)
+	if err == nil && len(pos) != 1 {
+		err = cli.Usagef("want one evidence bundle directory, got %d arguments", len(pos))
+	}
+	if err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprintln(stderr, reportHelp)
+		}
+		return fail(stderr, "report", fs, err)
+	}
+	dir := pos[0]
+	chosen, err := chooseFormats(*formats, *out)
+	if err != nil {
+		return fail(stderr, "report", fs, err)
+	}
+	trusted, err := trustedKeys(*signers)
+	if err != nil {
+		return fail(stderr, "report", fs, err)
+	}
+	t := time.Now()
+	run, err := report.Load(dir, report.Options{Trusted: trusted, Plots: contains(chosen, "html"), Buckets: *buckets,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return fail(stderr, "report", fs, err)
+	}
+	if *out == "-" {
+		err = reportFormats[chosen[0]].write(stdout, run)
+	} else {
+		err = writeReports(run, chosen, reportDir(dir, *out), stdout)
+	}
+	if err != nil {
+		return fail(stderr, "report", fs, err)
+	}
+	if *out != "-" {
+		fmt.Fprintf(stdout, "%d cases (%s) in %s\n", len(run.Cases), run.Outcome, time.Since(t).Round(time.Millisecond))
+	}
+	return integrityExit(run, stderr)
+}
+
+func chooseFormats(list, out string) ([]int, error) {
+	var chosen []int
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		i := formatIndex(f)
+		if i < 0 {
+			return nil, cli.Usagef("unknown format %q: want html, junit, csv or md", f)
+		}
+		chosen = append(chosen, i)
+	}
+	if out == "-" && len(chosen) != 1 {
+		return nil, cli.Usagef("--out - writes one format to stdout: choose one with --format")
+	}
+	return chosen, nil
+}
+
+func formatIndex(name string) int {
+	for i, f := range reportFormats {
+		if f.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func contains(chosen []int, name string) bool {
+	return slices.ContainsFunc(chosen, func(i int) bool { return reportFormats[i].name == name })
+}
+
+func reportDir(bundle, out string) string {
+	if out != "" {
+		return out
+	}
+	return filepath.Join(bundle, "report")
+}
+
+// writeReports writes each format to its file, whole or not at all, and
+// prints the paths.
+func writeReports(run *report.Run, chosen []int, dir string, stdout io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, i := range chosen {
+		f := reportFormats[i]
+		var buf bytes.Buffer
+		if err := f.write(&buf, run); err != nil {
+			return err
+		}
+		path := filepath.Join(dir, f.file)
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%-5s %s (%s)\n", f.name, path, size(buf.Len()))
+	}
+	return nil
+}
+
+func size(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// integrityExit prints what is wrong with the evidence and returns 2 if
+// anything is, 0 otherwise.
+func integrityExit(run *report.Run, stderr io.Writer) int {
+	for _, p := range run.Integrity {
+		fmt.Fprintf(stderr, "sat report: %s does not verify: %s\n", run.Dir, p)
+	}
+	for _, m := range run.Mismatches {
+		what := strings.TrimSpace(m.Case + " " + m.Check)
+		fmt.Fprintf(stderr, "sat report: error: re-grading %s from the raw samples gives %s, the bundle recorded %s: %s\n",
+			what, m.Regrade, m.Recorded, m.Detail)
+	}
+	if run.OK() {
+		return cli.ExitOK
+	}
+	return cli.ExitFindings
+}
+
+// trustedKeys reads the keys of an allowed-signers file that may sign
+// evidence; "" means any valid signature, or none.
+func trustedKeys(file string) ([]ssh.PublicKey, error) {
+	if file == "" {
+		return nil, nil
+	}
+	as, err := sign.ReadAllowedSigners(file)
+	if err != nil {
+		return nil, err
+	}
+	keys := []ssh.PublicKey{}
+	for _, s := range as.Entries {
+		if len(s.Namespaces) == 0 || slices.Contains(s.Namespaces, evidence.Namespace) {
+			keys = append(keys, s.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: no key allowed to sign in namespace %s", file, evidence.Namespace)
+	}
+	return keys, nil
+}

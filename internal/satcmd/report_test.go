@@ -1,0 +1,81 @@
+package satcmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/seamdc/seam/internal/compile"
+	"github.com/seamdc/seam/internal/plan"
+	"github.com/seamdc/seam/internal/report/reporttest"
+)
+
+// TestReportScripts runs `sat report` and `sat compare` on real
+// evidence bundles (testdata/report/*.txtar). Commands:
+//
+//	sat ARGS...                                run sat in process; "[exit N]" goes to stderr
+//	bundle LEVEL MODULE DIR [defect=D] [scale=S]  write a bundle of the example's plan
+//	                                           (compiled with --max-hold 5s) run on a model site
+func TestReportScripts(t *testing.T) {
+	example, err := filepath.Abs("../../contracts/examples/threemodule")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/report",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("EXAMPLE", example)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"sat":    cmdSatInProcess,
+			"bundle": cmdBundle,
+		},
+	})
+}
+
+func cmdSatInProcess(ts *testscript.TestScript, neg bool, args []string) {
+	code := Main(args, ts.Stdout(), ts.Stderr())
+	fmt.Fprintf(ts.Stderr(), "[exit %d]\n", code)
+	if (code != 0) != neg {
+		ts.Fatalf("sat exited %d", code)
+	}
+}
+
+func cmdBundle(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 3 {
+		ts.Fatalf("usage: bundle LEVEL MODULE DIR [defect=D] [scale=S]")
+	}
+	var opt reporttest.Options
+	for _, a := range args[3:] {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "defect":
+			opt.Defect = v
+		case "scale":
+			s, err := strconv.ParseFloat(v, 64)
+			ts.Check(err)
+			opt.Scale = s
+		default:
+			ts.Fatalf("bundle: unknown option %s", a)
+		}
+	}
+	p, diags, err := compile.Dir(ts.Getenv("EXAMPLE"), compile.Options{Level: args[0], Module: args[1], MaxHold: 5 * time.Second})
+	if err != nil {
+		ts.Fatalf("compile: %v %v", err, diags)
+	}
+	raw, err := plan.Encode(p)
+	ts.Check(err)
+	_, err = reporttest.Write(ts.MkAbs(args[2]), p, raw, opt)
+	if (err != nil) != neg {
+		ts.Fatalf("bundle: %v", err)
+	}
+}
+
+var _ = os.Getenv
