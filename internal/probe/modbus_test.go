@@ -193,7 +193,7 @@ func TestWritesOnlyToWritablePoints(t *testing.T) {
 		{"status", 1, "the profile does not declare the point writable"},
 		{"remote", 1, "the profile does not declare the point writable"},
 		{"no-such-point", 1, `profile generic-loadbank has no point "no-such-point"`},
-		{"setpoint", 500000, "refused: setpoint: 500000 kW is outside the plausible range [0, 400000] kW"},
+		{"setpoint", 500000, "point setpoint at holding register 1: write: refused: 500000 kW is outside the plausible range [0, 400000] kW"},
 		{"setpoint", -5, "refused"},
 	}
 	for _, tt := range refused {

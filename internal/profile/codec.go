@@ -243,20 +243,21 @@ func (pt *Point) unitValue(raw float64, digits int) float64 {
 const smallestNormalFloat32 = 0x1p-126
 
 // Implausible returns an error when a raw value decodes outside the
-// point's plausible range, naming the range in the point's unit.
+// point's plausible range, naming the range in the point's unit (not the
+// point: callers say which point they read).
 func (pt *Point) Implausible(raw float64, digits int) error {
 	if pt.Dim == Alarm {
 		return nil
 	}
 	if pt.Type == Float32 && raw != 0 && math.Abs(raw) < smallestNormalFloat32 {
-		return fmt.Errorf("%s: %g is a subnormal float32, never a measurement: check the word order", pt.Name, raw)
+		return fmt.Errorf("%g is a subnormal float32, never a measurement: check the word order", raw)
 	}
 	v := pt.unitValue(raw, digits)
 	if pt.Plausible.Contains(v) {
 		return nil
 	}
-	return fmt.Errorf("%s: %s is outside the plausible range %s: check the word order, scale and data type",
-		pt.Name, fmtValue(v, pt.Unit), pt.Plausible.format(pt.Unit))
+	return fmt.Errorf("%s is outside the plausible range %s: check the word order, scale and data type",
+		fmtValue(v, pt.Unit), pt.Plausible.format(pt.Unit))
 }
 
 func (r Range) format(unit string) string {
@@ -310,7 +311,7 @@ func (pt *Point) CheckValue(canon float64) error {
 		return nil
 	}
 	if v := pt.InUnit(canon); !pt.Plausible.Contains(v) {
-		return fmt.Errorf("%s: %s is outside the plausible range %s", pt.Name, fmtValue(v, pt.Unit), pt.Plausible.format(pt.Unit))
+		return fmt.Errorf("%s is outside the plausible range %s", fmtValue(v, pt.Unit), pt.Plausible.format(pt.Unit))
 	}
 	return nil
 }
