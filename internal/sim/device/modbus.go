@@ -87,7 +87,8 @@ var exceptions = map[int]error{
 
 // gate applies the device's faults before a request is served: a timeout
 // holds the request until the fault ends (the client gives up first), an
-// exception answers every request with it, a wrong unit id gets the
+// exception answers every request with it, a unit id other than the
+// device's (or 0 and 255, which mean the TCP device itself) gets the
 // gateway's "target failed to respond".
 func (h *handler) gate(unit uint8) error {
 	d := h.d
@@ -104,7 +105,7 @@ func (h *handler) gate(unit uint8) error {
 		}
 		return modbus.ErrServerDeviceFailure
 	}
-	if unit != d.spec.Unit {
+	if unit != d.spec.Unit && unit != 0 && unit != 0xFF { // 0 and 255 address a TCP device itself
 		return modbus.ErrGWTargetFailedToRespond
 	}
 	return nil
