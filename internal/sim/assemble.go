@@ -341,7 +341,13 @@ func (s *Sim) bindLoadBanks() error {
 			errs = append(errs, fmt.Errorf("%s: load bank %s: no device rule of element loadbank serves it", s.cfg.Sim.Dir, lb.ID))
 			continue
 		}
-		s.banks = append(s.banks, &binding.LoadBank{Name: lb.ID, DeviceName: dev.Name(), Roles: map[string]string{}})
+		roles := map[string]string{}
+		for _, role := range binding.Roles {
+			if dev.Profile().Point(role) != nil {
+				roles[role] = role // each role is played by the point of its name
+			}
+		}
+		s.banks = append(s.banks, &binding.LoadBank{Name: lb.ID, DeviceName: dev.Name(), Roles: roles})
 	}
 	return errors.Join(errs...)
 }
