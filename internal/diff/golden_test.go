@@ -97,7 +97,7 @@ var goldenCases = []goldenCase{
 	{name: "reference-changed-consumer", want: []string{"DIFF030:consumer", "DIFF050:consumer"},
 		new: []edit{{"l1-ma.cue", "\t\t\t\talarm:        \"l1/ma/alarm/redundancy-lost\"\n\t\t\t\talarm_within: \"10 s\"", "\t\t\t\talarm:        \"l1/ma/alarm/leak\"\n\t\t\t\talarm_within: \"10 s\""}}},
 	{name: "subject-changed", want: []string{"DIFF031:"},
-		new: []edit{{"p1-ma.cue", "\t\t\ttarget:  \"p1/block/a\"\n\t\t\tchannel: \"p1/ma/feed-b/voltage\"", "\t\t\ttarget:  \"p1/block\"\n\t\t\tchannel: \"p1/ma/feed-b/voltage\""}}},
+		new: []edit{{"p1-ma.cue", "\t\t\ttarget:  \"p1/block/a\"\n\t\t\tchannel: \"p1/ma/feed-b/voltage\"", "\t\t\ttarget:  \"p1/block/b\"\n\t\t\tchannel: \"p1/ma/feed-b/voltage\""}}},
 	{name: "boundary-reassigned", want: []string{"DIFF032:"},
 		new: []edit{{"ctl-ma.cue", `parties: ["SiteOps", "GPUWorks"]`, `parties: ["SiteOps", "GPUWorks", "VoltSkid"]`}}},
 	{name: "channel-added", want: []string{"DIFF040:"},
