@@ -90,9 +90,18 @@ type inBand struct {
 	worst      float64 // the sample farthest outside
 	by         float64
 	violations int
+	n          int
+	min, max   float64
 }
 
 func (b *inBand) see(v float64) {
+	if b.n == 0 || v < b.min {
+		b.min = v
+	}
+	if b.n == 0 || v > b.max {
+		b.max = v
+	}
+	b.n++
 	out := math.Max(b.lo-v, v-b.hi)
 	if out > 0 {
 		b.violations++
@@ -107,6 +116,11 @@ func (b *inBand) err(what string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %d samples outside [%g, %g], worst %.3f", what, b.violations, b.lo, b.hi, b.worst)
+}
+
+// grade is the band's outcome, with the range of what was seen.
+func (b *inBand) grade(what string) outcome {
+	return outcome{fmt.Sprintf("%s in [%.3f, %.3f]", what, b.min, b.max), b.err(what)}
 }
 
 // response watches a channel after load edges: its largest deviation
@@ -131,6 +145,11 @@ func (r *response) see(now, v float64) {
 
 func (r *response) close() { r.longestRecovery = math.Max(r.longestRecovery, r.lastOut-r.edge) }
 
+func (r *response) grade(maxDev, recovery float64) outcome {
+	err := r.err(maxDev, recovery)
+	return outcome{fmt.Sprintf("peak deviation %.3f, longest recovery %.2f s", r.peak, r.longestRecovery), err}
+}
+
 func (r *response) err(maxDev, recovery float64) error {
 	r.close()
 	var errs []string
@@ -147,7 +166,15 @@ func (r *response) err(maxDev, recovery float64) error {
 }
 
 // alarmWithin injects a fault and measures the alarm's delay.
-func (d *driver) alarmWithin(f Fault, alarm string, limit float64, also func(now float64)) error {
+func (d *driver) alarmWithin(f Fault, alarm string, limit float64, also func(now float64)) outcome {
+	at, err := d.alarmDelay(f, alarm, limit, also)
+	if at < 0 {
+		return outcome{"no alarm", err}
+	}
+	return outcome{fmt.Sprintf("alarm after %.2f s", at), err}
+}
+
+func (d *driver) alarmDelay(f Fault, alarm string, limit float64, also func(now float64)) (float64, error) {
 	require.Zero(d.t, d.read(alarm), "%s raised before %s", alarm, f)
 	require.NoError(d.t, d.s.Site.Inject(f))
 	start, at := d.now, -1.0
@@ -162,12 +189,12 @@ func (d *driver) alarmWithin(f Fault, alarm string, limit float64, also func(now
 	d.run(limit + 5)
 	d.watch = nil
 	if at < 0 {
-		return fmt.Errorf("%s not raised within %.1f s of %s", alarm, limit+5, f)
+		return at, fmt.Errorf("%s not raised within %.1f s of %s", alarm, limit+5, f)
 	}
 	if at > limit+1e-9 {
-		return fmt.Errorf("%s raised %.2f s after %s, limit %.1f s", alarm, at, f, limit)
+		return at, fmt.Errorf("%s raised %.2f s after %s, limit %.1f s", alarm, at, f, limit)
 	}
-	return nil
+	return at, nil
 }
 
 const (
@@ -194,11 +221,17 @@ const (
 	stepLevelKW = design / 4
 )
 
-type scenario func(t *testing.T, d *driver) map[string]error
+// outcome is a clause's grade: what was measured, and the failure.
+type outcome struct {
+	measured string
+	err      error
+}
+
+type scenario func(t *testing.T, d *driver) map[string]outcome
 
 // electricalSteady holds 25/50/75/100 % of the design load and grades
 // the guaranteed steady bands.
-func electricalSteady(t *testing.T, d *driver) map[string]error {
+func electricalSteady(t *testing.T, d *driver) map[string]outcome {
 	va := &inBand{lo: 415 * 0.97, hi: 415 * 1.03}
 	vb := &inBand{lo: 415 * 0.97, hi: 415 * 1.03}
 	hz := &inBand{lo: 50 * 0.995, hi: 50 * 1.005}
@@ -213,11 +246,11 @@ func electricalSteady(t *testing.T, d *driver) map[string]error {
 		d.run(30)
 		d.watch = nil
 	}
-	return map[string]error{cVoltageA: va.err("feed-a/voltage"), cVoltageB: vb.err("feed-b/voltage"), cFrequency: hz.err("frequency")}
+	return map[string]outcome{cVoltageA: va.grade("feed-a/voltage"), cVoltageB: vb.grade("feed-b/voltage"), cFrequency: hz.grade("frequency")}
 }
 
 // trainingVoltage runs the 30 ↔ 100 % square wave, 4 s period, 20 MW/s.
-func trainingVoltage(t *testing.T, d *driver) map[string]error {
+func trainingVoltage(t *testing.T, d *driver) map[string]outcome {
 	d.ramp("lb-ma", 0.3*design, design/30)
 	d.run(30)
 	r := &response{nominal: 415, band: 415 * 0.03}
@@ -232,11 +265,11 @@ func trainingVoltage(t *testing.T, d *driver) map[string]error {
 	}
 	d.run(5)
 	d.watch = nil
-	return map[string]error{cTrainV: r.err(415*0.08, 1)}
+	return map[string]outcome{cTrainV: r.grade(415*0.08, 1)}
 }
 
 // trainingFrequency steps 30 → 100 % at 20 MW/s and back.
-func trainingFrequency(t *testing.T, d *driver) map[string]error {
+func trainingFrequency(t *testing.T, d *driver) map[string]outcome {
 	d.ramp("lb-ma", 0.3*design, design/30)
 	d.run(30)
 	r := &response{nominal: 50, band: 50 * 0.005}
@@ -248,7 +281,7 @@ func trainingFrequency(t *testing.T, d *driver) map[string]error {
 	d.ramp("lb-ma", 0.3*design, 20000)
 	d.run(10)
 	d.watch = nil
-	return map[string]error{cTrainF: r.err(50*0.01, 2)}
+	return map[string]outcome{cTrainF: r.grade(50*0.01, 2)}
 }
 
 func atFullLoad(d *driver, seconds float64) {
@@ -256,33 +289,35 @@ func atFullLoad(d *driver, seconds float64) {
 	d.run(seconds)
 }
 
-func feedLoss(t *testing.T, d *driver) map[string]error {
+func feedLoss(t *testing.T, d *driver) map[string]outcome {
 	atFullLoad(d, 30)
 	floor := &inBand{lo: 415 * 0.9, hi: math.Inf(1)}
-	err := d.alarmWithin(Fault{Kind: FeedLoss, Target: "p1/block/a"}, "p1/ma/alarm/feed-lost", 1,
+	o := d.alarmWithin(Fault{Kind: FeedLoss, Target: "p1/block/a"}, "p1/ma/alarm/feed-lost", 1,
 		func(float64) { floor.see(d.read("p1/ma/feed-b/voltage")) })
-	if err == nil {
-		err = floor.err("feed-b/voltage (no interruption)")
+	if o.err == nil {
+		o.err = floor.err("feed-b/voltage (no interruption)")
 	}
-	return map[string]error{cFeedLoss: err}
+	o.measured += fmt.Sprintf(", feed-b/voltage ≥ %.1f V", floor.min)
+	return map[string]outcome{cFeedLoss: o}
 }
 
-func onBattery(t *testing.T, d *driver) map[string]error {
+func onBattery(t *testing.T, d *driver) map[string]outcome {
 	atFullLoad(d, 30)
 	floor := &inBand{lo: 415 * 0.9, hi: math.Inf(1)}
-	err := d.alarmWithin(Fault{Kind: UPSOnBattery, Target: "p1/block/a"}, "p1/ma/alarm/on-battery", 2,
+	o := d.alarmWithin(Fault{Kind: UPSOnBattery, Target: "p1/block/a"}, "p1/ma/alarm/on-battery", 2,
 		func(float64) { floor.see(d.read("p1/ma/feed-a/voltage")) })
 	d.watch = func(float64) { floor.see(d.read("p1/ma/feed-a/voltage")) }
 	d.run(300) // the guaranteed 5 min ride-through
 	d.watch = nil
-	if err == nil {
-		err = floor.err("feed-a/voltage on battery (no interruption)")
+	if o.err == nil {
+		o.err = floor.err("feed-a/voltage on battery (no interruption)")
 	}
-	return map[string]error{cOnBattery: err}
+	o.measured += fmt.Sprintf(", feed-a/voltage ≥ %.1f V for 5 min", floor.min)
+	return map[string]outcome{cOnBattery: o}
 }
 
 // liquidSteady holds 25/50/75/100 % of the design heat, 300 s to settle.
-func liquidSteady(t *testing.T, d *driver) map[string]error {
+func liquidSteady(t *testing.T, d *driver) map[string]outcome {
 	ts := &inBand{lo: 28.5, hi: 31.5}
 	flow := &inBand{lo: 3200, hi: math.Inf(1)}
 	for lvl := 1; lvl <= 4; lvl++ {
@@ -295,12 +330,12 @@ func liquidSteady(t *testing.T, d *driver) map[string]error {
 		d.run(60)
 		d.watch = nil
 	}
-	return map[string]error{cSupply: ts.err("supply-temp"), cFlow: flow.err("flow")}
+	return map[string]outcome{cSupply: ts.grade("supply-temp"), cFlow: flow.grade("flow")}
 }
 
 // trainingHeat runs 10 cycles of the 30 ↔ 100 % heat square wave, 60 s
 // period, 20 MW/s, and lets the last edge recover.
-func trainingHeat(t *testing.T, d *driver) map[string]error {
+func trainingHeat(t *testing.T, d *driver) map[string]outcome {
 	d.ramp("lb-ma", 0.25*heat, design/30)
 	d.run(300)
 	d.ramp("lb-ma", 0.3*heat, design/30)
@@ -317,14 +352,14 @@ func trainingHeat(t *testing.T, d *driver) map[string]error {
 	}
 	d.run(120)
 	d.watch = nil
-	return map[string]error{cTrainHeat: r.err(2, 90)}
+	return map[string]outcome{cTrainHeat: r.grade(2, 90)}
 }
 
-func pumpTrip(t *testing.T, d *driver) map[string]error {
+func pumpTrip(t *testing.T, d *driver) map[string]outcome {
 	atFullLoad(d, 300)
 	floor := &inBand{lo: 2900, hi: math.Inf(1)}
 	var below, start float64
-	err := d.alarmWithin(Fault{Kind: PumpTrip, Target: "l1/loop/cdu-1/p1"}, "l1/ma/alarm/redundancy-lost", 5, func(now float64) {
+	o := d.alarmWithin(Fault{Kind: PumpTrip, Target: "l1/loop/cdu-1/p1"}, "l1/ma/alarm/redundancy-lost", 5, func(now float64) {
 		f := d.read("l1/ma/flow")
 		floor.see(f)
 		if start == 0 {
@@ -342,40 +377,43 @@ func pumpTrip(t *testing.T, d *driver) map[string]error {
 	d.run(20)
 	d.watch = nil
 	switch {
-	case err != nil:
+	case o.err != nil:
 	case floor.err("flow") != nil:
-		err = floor.err("flow while degraded")
+		o.err = floor.err("flow while degraded")
 	case below > 15:
-		err = fmt.Errorf("flow below 3200 L/min for %.1f s, limit 15 s", below)
+		o.err = fmt.Errorf("flow below 3200 L/min for %.1f s, limit 15 s", below)
 	}
-	return map[string]error{cPumpTrip: err}
+	o.measured += fmt.Sprintf(", flow ≥ %.0f L/min, below 3200 for %.1f s", floor.min, below)
+	return map[string]outcome{cPumpTrip: o}
 }
 
-func leak(t *testing.T, d *driver) map[string]error {
+func leak(t *testing.T, d *driver) map[string]outcome {
 	atFullLoad(d, 10)
-	return map[string]error{cLeak: d.alarmWithin(Fault{Kind: Leak, Target: "l1/loop/cdu-2"}, "l1/ma/alarm/leak", 2, nil)}
+	return map[string]outcome{cLeak: d.alarmWithin(Fault{Kind: Leak, Target: "l1/loop/cdu-2"}, "l1/ma/alarm/leak", 2, nil)}
 }
 
-func controls(t *testing.T, d *driver) map[string]error {
+func controls(t *testing.T, d *driver) map[string]outcome {
 	age := &inBand{lo: 0, hi: 2}
 	d.watch = func(float64) { age.see(d.read("ctl/ma/heartbeat-age")) }
 	d.run(30)
 	d.watch = nil
-	return map[string]error{cHeartbeat: age.err("heartbeat-age"),
+	return map[string]outcome{cHeartbeat: age.grade("heartbeat-age"),
 		cCtlSilent: d.alarmWithin(Fault{Kind: ControllerSilent, Target: "ctl/net"}, "ctl/ma/alarm/controller-silent", 3, nil)}
 }
 
 var scenarios = []scenario{electricalSteady, trainingVoltage, trainingFrequency, feedLoss, onBattery,
 	liquidSteady, trainingHeat, pumpTrip, leak, controls}
 
-// grade runs every scenario on a fresh site and returns the failures.
+// grade runs every scenario on a fresh site, logs what it measured and
+// returns the failures.
 func grade(t *testing.T, defect string) map[string]error {
 	failed := map[string]error{}
 	for _, sc := range scenarios {
 		d := newDriver(t, example(t, defect))
-		for clause, err := range sc(t, d) {
-			if err != nil {
-				failed[clause] = err
+		for clause, o := range sc(t, d) {
+			t.Logf("%-48s %s", clause, o.measured)
+			if o.err != nil {
+				failed[clause] = o.err
 			}
 		}
 	}
