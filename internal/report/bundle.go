@@ -27,7 +27,7 @@ type bundle struct {
 	verify       evidence.Report
 	results      *results.Results
 	plan         *plan.Plan
-	timelines    map[string]*grade.Timeline // by case id
+	spans        map[string]span // by case id
 	gradeOptions grade.Options
 }
 
@@ -62,7 +62,7 @@ func readBundle(dir string, trusted []ssh.PublicKey) (*bundle, error) {
 	if b.plan, err = readPlan(dir, b.results.Plan.Digest, &b.verify); err != nil {
 		return nil, err
 	}
-	if b.timelines, b.gradeOptions, err = readJournal(dir); err != nil {
+	if b.spans, b.gradeOptions, err = readJournal(dir); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -87,21 +87,33 @@ func readPlan(dir, digest string, rep *evidence.Report) (*plan.Plan, error) {
 	return p, nil
 }
 
-// caseEnd is the part of a case_end journal record a report needs.
+// caseEnd is the part of a case_end journal record (written by
+// internal/runner) that a report needs: how the case ran, and which
+// bytes of samples.csv it wrote.
 type caseEnd struct {
 	Timeline *grade.Timeline `json:"timeline"`
+	Samples  [2]int64        `json:"samples"`
 }
 
-// readJournal collects each case's timeline from its case_end record.
-// The chain itself is evidence.Verify's job.
-func readJournal(dir string) (map[string]*grade.Timeline, grade.Options, error) {
+// span is what a case needs to be re-graded.
+type span struct {
+	tl *grade.Timeline
+	// from, to is the byte range of samples.csv the case wrote; both 0
+	// when the record does not say, and then the timeline's start and
+	// end choose the samples.
+	from, to int64
+}
+
+// readJournal collects each case's timeline and samples from its
+// case_end record. The chain itself is evidence.Verify's job.
+func readJournal(dir string) (map[string]span, grade.Options, error) {
 	path := filepath.Join(dir, evidence.JournalFile)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, grade.Options{}, fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
-	out := map[string]*grade.Timeline{}
+	out := map[string]span{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -117,7 +129,7 @@ func readJournal(dir string) (map[string]*grade.Timeline, grade.Options, error) 
 			return nil, grade.Options{}, fmt.Errorf("%s line %d: case_end of %s: %w", path, line, r.Case, err)
 		}
 		if ce.Timeline != nil {
-			out[r.Case] = ce.Timeline
+			out[r.Case] = span{ce.Timeline, ce.Samples[0], ce.Samples[1]}
 		}
 	}
 	return out, grade.Options{}, sc.Err()

@@ -20,10 +20,10 @@ func feedSamples(dir string, cases []*caseState) (int, error) {
 		}
 	}
 	n := 0
-	err := ScanSamples(dir, func(s evidence.Sample) error {
+	err := scanSamplesAt(dir, func(s evidence.Sample, at int64) error {
 		n++
 		for _, cs := range byChannel[s.Channel] {
-			if from, to, ok := cs.window(); ok && !s.Time.Before(from) && !s.Time.After(to) {
+			if cs.takes(s, at) {
 				cs.add(s)
 			}
 		}

@@ -107,6 +107,7 @@ type caseState struct {
 	rec      results.Case
 	pc       *plan.Case // nil when the plan has no such case
 	tl       *grade.Timeline
+	from, to int64 // the bytes of samples.csv the case wrote (0, 0: unknown)
 	graders  []*grade.Grader
 	plot     *plotState
 	problems []string // why the case cannot be re-graded
@@ -115,7 +116,8 @@ type caseState struct {
 func newCaseStates(in *bundle, opt Options) []*caseState {
 	var out []*caseState
 	for _, rc := range in.results.Cases {
-		cs := &caseState{rec: rc, pc: in.planCase(rc.ID), tl: in.timelines[rc.ID]}
+		sp := in.spans[rc.ID]
+		cs := &caseState{rec: rc, pc: in.planCase(rc.ID), tl: sp.tl, from: sp.from, to: sp.to}
 		switch {
 		case cs.pc == nil:
 			cs.problems = append(cs.problems, "the plan in the bundle has no case "+rc.ID)
@@ -134,12 +136,14 @@ func newCaseStates(in *bundle, opt Options) []*caseState {
 	return out
 }
 
-// window is the time the case's samples come from.
-func (cs *caseState) window() (time.Time, time.Time, bool) {
-	if cs.tl == nil {
-		return time.Time{}, time.Time{}, false
+// takes reports whether the sample at byte offset at of samples.csv is
+// one of the case's: in the byte range its case_end names, as the runner
+// graded it, or else inside its timeline.
+func (cs *caseState) takes(s evidence.Sample, at int64) bool {
+	if cs.to > cs.from {
+		return at >= cs.from && at < cs.to
 	}
-	return cs.tl.Start, cs.tl.End, true
+	return cs.tl != nil && !s.Time.Before(cs.tl.Start) && !s.Time.After(cs.tl.End)
 }
 
 // add offers a sample of one of the case's channels.

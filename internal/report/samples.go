@@ -19,6 +19,13 @@ const samplesHeader = "channel,time,value,quality"
 // file order; it never holds the file whole. An error names the file
 // and line. fn's error stops the scan and is returned as is.
 func ScanSamples(dir string, fn func(evidence.Sample) error) error {
+	return scanSamplesAt(dir, func(s evidence.Sample, _ int64) error { return fn(s) })
+}
+
+// scanSamplesAt is ScanSamples that also passes each row's byte offset
+// in the file, which case_end records use to say which rows a case
+// wrote.
+func scanSamplesAt(dir string, fn func(evidence.Sample, int64) error) error {
 	path := filepath.Join(dir, evidence.SamplesFile)
 	f, err := os.Open(path)
 	if err != nil {
@@ -28,7 +35,7 @@ func ScanSamples(dir string, fn func(evidence.Sample) error) error {
 	return scanSamples(f, path, fn)
 }
 
-func scanSamples(r io.Reader, name string, fn func(evidence.Sample) error) error {
+func scanSamples(r io.Reader, name string, fn func(evidence.Sample, int64) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	names := map[string]string{} // interned channel and quality names
@@ -40,10 +47,12 @@ func scanSamples(r io.Reader, name string, fn func(evidence.Sample) error) error
 		names[s] = s
 		return s
 	}
-	line := 0
+	line, offset := 0, int64(0)
 	for sc.Scan() {
 		line++
 		row := sc.Bytes()
+		at := offset
+		offset += int64(len(row)) + 1
 		if line == 1 {
 			if string(row) != samplesHeader {
 				return fmt.Errorf("%s line 1: header %q, want %q", name, row, samplesHeader)
@@ -54,7 +63,7 @@ func scanSamples(r io.Reader, name string, fn func(evidence.Sample) error) error
 		if err != nil {
 			return fmt.Errorf("%s line %d: %w", name, line, err)
 		}
-		if err := fn(s); err != nil {
+		if err := fn(s, at); err != nil {
 			return err
 		}
 	}

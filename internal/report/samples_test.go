@@ -19,10 +19,13 @@ func TestScanSamples(t *testing.T) {
 		"l1/ma/flow,2026-11-29T12:00:00.2Z,3400,stale\n" +
 		"p1/ma/feed-a/voltage,2026-11-29T12:00:00.3Z,-1e-3,good\n"
 	var got []evidence.Sample
-	require.NoError(t, scanSamples(strings.NewReader(in), "samples.csv", func(s evidence.Sample) error {
+	var offsets []int64
+	require.NoError(t, scanSamples(strings.NewReader(in), "samples.csv", func(s evidence.Sample, at int64) error {
 		got = append(got, s)
+		offsets = append(offsets, at)
 		return nil
 	}))
+	assert.Equal(t, []int64{27, 82, 127}, offsets, "byte offsets of the rows")
 	require.Len(t, got, 3)
 	assert.Equal(t, evidence.Sample{Channel: "p1/ma/feed-a/voltage", Time: at(0.1), Value: 415.5, Quality: "good"}, got[0])
 	assert.Equal(t, "stale", got[1].Quality)
@@ -42,7 +45,7 @@ func TestScanSamplesBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := scanSamples(strings.NewReader(tt.in), "x.csv", func(evidence.Sample) error { return nil })
+			err := scanSamples(strings.NewReader(tt.in), "x.csv", func(evidence.Sample, int64) error { return nil })
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 		})

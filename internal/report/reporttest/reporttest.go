@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -132,6 +133,10 @@ func runCase(b *evidence.Bundle, clk *clock.Fake, m *model, p *plan.Plan, c *pla
 	if _, err := b.Append("case_start", c.ID, nil); err != nil {
 		return results.Case{}, err
 	}
+	from, err := samplesSize(b)
+	if err != nil {
+		return results.Case{}, err
+	}
 	tl, ev := m.schedule(c, start)
 	channels := caseChannels(c, opt.Noise)
 	graders := make([]*grade.Grader, len(c.Checks))
@@ -164,10 +169,28 @@ func runCase(b *evidence.Bundle, clk *clock.Fake, m *model, p *plan.Plan, c *pla
 		}
 	}
 	rc := resultOf(p, c, tl, graders)
-	if _, err := b.Append("case_end", c.ID, map[string]any{"outcome": rc.Outcome, "timeline": tl}); err != nil {
+	to, err := samplesSize(b)
+	if err != nil {
+		return results.Case{}, err
+	}
+	// as internal/runner writes it: the result, the grading timeline and
+	// the bytes of samples.csv the case wrote
+	if _, err := b.Append("case_end", c.ID, map[string]any{"result": rc, "timeline": tl, "samples": [2]int64{from, to}}); err != nil {
 		return results.Case{}, err
 	}
 	return rc, b.Sync()
+}
+
+// samplesSize syncs the bundle and returns the length of samples.csv.
+func samplesSize(b *evidence.Bundle) (int64, error) {
+	if err := b.Sync(); err != nil {
+		return 0, err
+	}
+	st, err := os.Stat(filepath.Join(b.Dir(), evidence.SamplesFile))
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
 }
 
 func isExcitation(c *plan.Case, ch string) bool {
