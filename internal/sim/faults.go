@@ -90,7 +90,14 @@ func (s *Site) Faults() []ActiveFault {
 	return out
 }
 
+// RebootTime is how long a device_reboot keeps a device off the network
+// when the fault gives no duration.
+const RebootTime = 10.0 // s
+
 func (s *Site) inject(f Fault) error {
+	if f.Kind == DeviceReboot && f.For == 0 {
+		f.For = RebootTime
+	}
 	if err := s.apply(f, true); err != nil {
 		return err
 	}

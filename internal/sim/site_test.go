@@ -136,6 +136,13 @@ func TestDeviceFaultsThroughTheSite(t *testing.T) {
 	after, _ = s.ReadChannel("p1/ma/feed-a/power")
 	assert.InDelta(t, 500, after, 0.1)
 	assert.ErrorContains(t, s.Site.Inject(Fault{Kind: SNMPGarbled, Target: "pdu-p1"}), "not supported")
+
+	require.NoError(t, s.Start())
+	defer s.Close()
+	require.NoError(t, s.Site.Inject(Fault{Kind: DeviceReboot, Target: "ups-p1-a"}))
+	assert.Equal(t, RebootTime, s.Site.Faults()[0].For, "a reboot without a duration lasts RebootTime")
+	s.Site.Advance(time.Duration(RebootTime * float64(time.Second)))
+	assert.Empty(t, s.Site.Faults(), "and the device comes back")
 }
 
 func TestRunKeepsSimTimeOnTheClock(t *testing.T) {
