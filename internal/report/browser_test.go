@@ -105,17 +105,24 @@ func shootForDocs(t *testing.T, ctx context.Context, dir string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	shots := map[string]string{
-		"report-summary.png":        "header",
-		"report-integrity.png":      "#integrity",
-		"report-tallies.png":        "#summary",
-		"report-traceability.png":   "#traceability",
-		"report-case-transient.png": `article.case[id*=".transient."]`,
+		"report-integrity.png":    "#integrity",
+		"report-summary.png":      "#summary",
+		"report-traceability.png": "#traceability",
+		"report-case-failed.png":  `article.case[id$=".transient.training-voltage"]`,
+		"report-case-passed.png":  `article.case[id$=".steady.voltage-a"]`,
+		"report-case-heat.png":    `article.case[id$=".transient.training-heat"]`,
 	}
 	for name, sel := range shots {
 		png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
 		require.NoError(t, err, name)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
 	}
+	// the first screen, as it opens
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[any](`window.scrollTo(0, 0)`))
+	require.NoError(t, err)
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "report-top.png"), png, 0o644))
 }
 
 // inkStats decodes a PNG and reports the share of pixels that are not

@@ -137,11 +137,12 @@ func newCaseStates(in *bundle, opt Options) []*caseState {
 }
 
 // takes reports whether the sample at byte offset at of samples.csv is
-// one of the case's: in the byte range its case_end names, as the runner
-// graded it, or else inside its timeline.
+// one of the case's, as internal/runner grades it: in the byte range its
+// case_end names (when it names one), and taken between the timeline's
+// start and end.
 func (cs *caseState) takes(s evidence.Sample, at int64) bool {
-	if cs.to > cs.from {
-		return at >= cs.from && at < cs.to
+	if cs.to > cs.from && (at < cs.from || at >= cs.to) {
+		return false
 	}
 	return cs.tl != nil && !s.Time.Before(cs.tl.Start) && !s.Time.After(cs.tl.End)
 }

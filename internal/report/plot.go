@@ -151,6 +151,7 @@ func newPlot(ylabel string, duration float64) *plot.Plot {
 	p := plot.New()
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = 0, math.Max(duration, 1e-3)
+	p.X.Tick.Marker = timeTicks{}
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -295,6 +296,34 @@ func (m markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		x += vg.Points(2)
 	}
 	c.FillText(sty, vg.Point{X: x, Y: c.Max.Y - vg.Points(2+10*float64(m.row))}, m.Label)
+}
+
+// timeTicks marks the time axis every 1, 2 or 5 × 10ⁿ seconds, about
+// eight labels across (gonum's default gives two or three on long runs).
+type timeTicks struct{}
+
+func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if span <= 0 {
+		return []plot.Tick{{Value: lo, Label: fmt.Sprintf("%g", lo)}}
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span/8)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(step*m) <= 8 {
+			step *= m
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/(step/5)) * step / 5; v <= hi+step*1e-9; v += step / 5 {
+		v = math.Round(v/(step/5)) * step / 5
+		t := plot.Tick{Value: v}
+		if r := math.Mod(math.Abs(v)+step*1e-9, step); r < step*1e-6 {
+			t.Label = fmt.Sprintf("%.6g", v)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
 }
 
 func clampLen(v, lo, hi vg.Length) vg.Length { return max(lo, min(hi, v)) }

@@ -76,19 +76,18 @@ func scanSamples(r io.Reader, name string, fn func(evidence.Sample, int64) error
 	return nil
 }
 
+// parseSample splits a row from the right, as the runner does: the
+// channel is everything before the last three fields.
 func parseSample(row []byte, intern func([]byte) string) (evidence.Sample, error) {
 	var f [4][]byte
-	for i := range 3 {
-		j := bytes.IndexByte(row, ',')
+	for i := 3; i > 0; i-- {
+		j := bytes.LastIndexByte(row, ',')
 		if j < 0 {
-			return evidence.Sample{}, fmt.Errorf("%d fields, want 4 (channel,time,value,quality)", i+1)
+			return evidence.Sample{}, fmt.Errorf("%d fields, want 4 (channel,time,value,quality)", 4-i)
 		}
-		f[i], row = row[:j], row[j+1:]
+		f[i], row = row[j+1:], row[:j]
 	}
-	f[3] = row
-	if bytes.IndexByte(f[3], ',') >= 0 {
-		return evidence.Sample{}, fmt.Errorf("more than 4 fields")
-	}
+	f[0] = row
 	if len(f[0]) == 0 {
 		return evidence.Sample{}, fmt.Errorf("empty channel")
 	}

@@ -38,7 +38,7 @@ func TestScanSamplesBadInput(t *testing.T) {
 		{"empty", "", "x.csv: empty, not even a header"},
 		{"wrong header", "a,b,c,d\n", `x.csv line 1: header "a,b,c,d"`},
 		{"few fields", h + "c,2026-11-29T12:00:00Z\n", "x.csv line 2: 2 fields, want 4"},
-		{"many fields", h + "c,2026-11-29T12:00:00Z,1,good,x\n", "x.csv line 2: more than 4 fields"},
+		{"shifted fields", h + "c,2026-11-29T12:00:00Z,1,good,x\n", `x.csv line 2: channel c,2026-11-29T12:00:00Z: time "1": not RFC 3339`},
 		{"bad time", h + "ok,2026-11-29T12:00:00Z,1,good\nc,yesterday,1,good\n", `x.csv line 3: channel c: time "yesterday": not RFC 3339`},
 		{"bad value", h + "c,2026-11-29T12:00:00Z,4l5,good\n", `x.csv line 2: channel c: value "4l5": not a number`},
 		{"empty channel", h + ",2026-11-29T12:00:00Z,1,good\n", "x.csv line 2: empty channel"},
