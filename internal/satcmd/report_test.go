@@ -2,7 +2,6 @@ package satcmd
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -77,5 +76,3 @@ func cmdBundle(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("bundle: %v", err)
 	}
 }
-
-var _ = os.Getenv
