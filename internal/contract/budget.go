@@ -95,25 +95,32 @@ func (l LoopBudget) Tons() float64 { return l.Heat / units.KWPerTon }
 // Budget computes the budgets from the inventory.
 func Budget(c *Contracts) Budgets {
 	var out Budgets
-	racksOnFeed := map[string][]*Rack{}
+	// index racks by the block they hang on and the loop that cools them,
+	// so that a site of a thousand modules costs no more per feed than one
+	onBlock, onLoop := map[string][]*Rack{}, map[string][]*Rack{}
 	var racks []*Rack
 	for _, m := range c.Site.Modules {
 		for _, r := range m.Racks {
 			racks = append(racks, r)
+			onLoop[r.CooledBy.To] = append(onLoop[r.CooledBy.To], r)
+			seen := map[string]bool{}
 			for _, p := range r.PDUs {
-				racksOnFeed[p.Feed.To] = append(racksOnFeed[p.Feed.To], r)
+				if block := parentID(p.Feed.To); !seen[block] {
+					seen[block] = true
+					onBlock[block] = append(onBlock[block], r)
+				}
 			}
 		}
 	}
 	for _, m := range c.Site.Modules {
 		for _, b := range m.Blocks {
-			out.Blocks = append(out.Blocks, BlockBudget{Block: b, Load: blockLoad(b, racks)})
+			out.Blocks = append(out.Blocks, BlockBudget{Block: b, Load: blockLoad(b, onBlock[b.ID])})
 			for _, f := range b.Feeds {
-				out.Feeds = append(out.Feeds, feedBudget(f, racks))
+				out.Feeds = append(out.Feeds, feedBudget(f, onBlock[b.ID]))
 			}
 		}
 		for _, l := range m.Loops {
-			out.Loops = append(out.Loops, loopBudget(l, racks))
+			out.Loops = append(out.Loops, loopBudget(l, onLoop[l.ID]))
 		}
 	}
 	feeds := map[string]*Feed{}
@@ -126,6 +133,14 @@ func Budget(c *Contracts) Budgets {
 		}
 	}
 	return out
+}
+
+// parentID drops the last element of an id: "p1/block/a" → "p1/block".
+func parentID(id string) string {
+	if i := strings.LastIndex(id, "/"); i >= 0 {
+		return id[:i]
+	}
+	return ""
 }
 
 func feedLimit(breaker Q, volts float64, pf float64) float64 {
