@@ -1,0 +1,249 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seamdc/seam/internal/grade"
+	"github.com/seamdc/seam/internal/plan"
+	"github.com/seamdc/seam/internal/results"
+)
+
+// caseStart is the data of a case_start record.
+type caseStart struct {
+	Index      int     `json:"index"`
+	Of         int     `json:"of"`
+	Title      string  `json:"title"`
+	Clause     string  `json:"clause"`
+	EstimatedS float64 `json:"estimated_s"`
+}
+
+// runCase runs one case to a verdict; a case an abort interrupts gets no
+// case_end and runs again on resume.
+func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	r.mu.Lock()
+	r.current, r.caseStop = c.ID, stop
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.current, r.caseStop = "", nil
+		r.mu.Unlock()
+	}()
+	if r.isAborted() {
+		return
+	}
+	res := &r.res.Cases[r.index[c.ID]]
+	start := r.clk.Now()
+	res.Started = ptrTime(start.UTC())
+	r.append("case_start", c.ID, caseStart{Index: i + 1, Of: len(r.cfg.Plan.Cases), Title: c.Title, Clause: c.Clause.Path, EstimatedS: c.EstimatedS})
+	r.prog.caseStart(i, c)
+	r.log.Info("case started", "case", c.ID, "index", i+1, "of", len(r.cfg.Plan.Cases))
+	cr := &caseRun{c: c, res: res, injected: map[[2]string]bool{}}
+	if outcome, reason := r.preconditions(cctx, cr); outcome != "" {
+		if r.isAborted() {
+			res.Outcome, res.Reason = grade.Aborted, reason
+			return
+		}
+		r.endCase(cr, outcome, reason, nil, [2]int64{})
+		return
+	}
+	smp, err := r.newSampler(c)
+	if err != nil {
+		r.endCase(cr, grade.Error, err.Error(), nil, [2]int64{})
+		return
+	}
+	cr.smp = smp
+	from := r.b.SamplesSize()
+	tl := grade.Timeline{Start: r.clk.Now(), MaxGapS: gaps(c, r.cfg.GapSlack)}
+	smp.start(cctx)
+	stepErr := r.runSteps(cctx, cr, &tl)
+	tl.End = r.clk.Now()
+	smp.halt()
+	r.cleanUp(cr)
+	if r.isAborted() {
+		res.Outcome, res.Reason, res.Ended = grade.Aborted, "the run was aborted during this case", ptrTime(r.clk.Now().UTC())
+		r.log.Warn("case aborted", "case", c.ID)
+		return
+	}
+	if stepErr != nil {
+		r.log.Error("case step failed", "case", c.ID, "err", stepErr)
+		r.recoverBanks(ctx, c)
+	}
+	if err := r.b.Sync(); err != nil {
+		r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
+		return
+	}
+	to := r.b.SamplesSize()
+	verdicts, err := r.gradeCase(c, tl, from, to)
+	if err != nil {
+		r.endCase(cr, grade.Error, "grading: "+err.Error(), &tl, [2]int64{from, to})
+		return
+	}
+	outcome, reason := caseOutcome(verdicts, stepErr)
+	res.Checks = checkResults(r.cfg.Plan, c, verdicts)
+	r.endCase(cr, outcome, reason, &tl, [2]int64{from, to})
+}
+
+// caseOutcome is FAIL when a check proved a violation, else ERROR when
+// a step or a check could not be done, else PASS.
+func caseOutcome(vs []grade.Verdict, stepErr error) (grade.Outcome, string) {
+	var errs []string
+	failed := 0
+	for _, v := range vs {
+		switch v.Outcome {
+		case grade.Fail:
+			failed++
+		case grade.Error:
+			errs = append(errs, v.Check+": "+v.Detail)
+		}
+	}
+	if stepErr != nil {
+		errs = append([]string{stepErr.Error()}, errs...)
+	}
+	switch {
+	case failed > 0 && stepErr != nil:
+		return grade.Fail, fmt.Sprintf("%d check(s) failed before the program stopped: %v", failed, stepErr)
+	case failed > 0:
+		return grade.Fail, ""
+	case len(errs) > 0:
+		return grade.Error, joinLines(errs)
+	}
+	return grade.Pass, ""
+}
+
+// endCase records a case's result.
+func (r *Runner) endCase(cr *caseRun, outcome grade.Outcome, reason string, tl *grade.Timeline, samples [2]int64) {
+	res := cr.res
+	res.Outcome, res.Reason = outcome, reason
+	if outcome == grade.Pass || outcome == grade.Fail || res.Started != nil {
+		res.Ended = ptrTime(r.clk.Now().UTC())
+	}
+	r.outcomes[cr.c.ID] = outcome
+	r.append("case_end", cr.c.ID, caseEnd{Result: *res, Timeline: tl, Samples: samples})
+	if err := r.b.Sync(); err != nil {
+		r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
+	}
+	r.prog.caseEnd(cr.c, *res)
+	r.log.Info("case ended", "case", cr.c.ID, "outcome", outcome, "reason", reason)
+}
+
+// preconditions checks a case's preconditions. A case whose earlier case
+// did not pass is SKIPPED; a load bank not idle is an ERROR (or an abort
+// when it carries load); a stated state is confirmed by the operator.
+func (r *Runner) preconditions(ctx context.Context, cr *caseRun) (grade.Outcome, string) {
+	for n, pre := range cr.c.Preconditions {
+		ok, outcome, detail := r.precondition(ctx, cr, n+1, pre)
+		r.append("precondition", cr.c.ID, map[string]any{"n": n + 1, "kind": pre.Kind, "text": pre.Text, "ok": ok, "detail": detail})
+		if !ok {
+			return outcome, fmt.Sprintf("precondition %d (%s): %s", n+1, pre.Text, detail)
+		}
+	}
+	return "", ""
+}
+
+func (r *Runner) precondition(ctx context.Context, cr *caseRun, n int, pre plan.Precondition) (bool, grade.Outcome, string) {
+	switch pre.Kind {
+	case plan.PreCasePassed:
+		got, ran := r.outcomes[pre.Case]
+		if !ran {
+			return false, grade.Skipped, "case " + pre.Case + " did not run"
+		}
+		if got != grade.Pass {
+			return false, grade.Skipped, fmt.Sprintf("case %s did not pass (%s)", pre.Case, got)
+		}
+		return true, "", "case " + pre.Case + " passed"
+	case plan.PreLoadBankIdle:
+		b := r.cfg.Site.Banks[pre.LoadBank]
+		if b == nil {
+			return false, grade.Error, "load bank " + pre.LoadBank + " is not on the site"
+		}
+		st, err := b.Idle(ctx)
+		if err != nil && st.AppliedKW > 0.5 {
+			r.Abort(results.CauseFatal, fmt.Sprintf("load bank %s carries %.1f kW before case %s: %v", b.ID, st.AppliedKW, cr.c.ID, err), nil)
+			return false, grade.Aborted, err.Error()
+		}
+		if err != nil {
+			return false, grade.Error, err.Error()
+		}
+		return true, "", st.String()
+	case plan.PreState:
+		p := Prompt{Case: cr.c.ID, Step: fmt.Sprintf("precondition %d", n), Action: "confirm: " + pre.Text}
+		a, err := r.cfg.Operator.Confirm(ctx, p)
+		if err != nil {
+			r.unconfirmed(ctx, err)
+			return false, grade.Aborted, err.Error()
+		}
+		r.confirmed(cr, p, a)
+		return true, "", "confirmed by " + a.By
+	}
+	return false, grade.Error, "unknown precondition kind " + pre.Kind
+}
+
+// cleanUp clears the faults a case left in force (it stopped before its
+// restore step): on the simulator by its control interface; on a real
+// site the log says which.
+func (r *Runner) cleanUp(cr *caseRun) {
+	for key, on := range cr.injected {
+		if !on {
+			continue
+		}
+		if f := r.cfg.Site.Faults; f != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := f.Clear(ctx, key[0], key[1]); err != nil {
+				r.log.Warn("could not clear a fault the case left", "event", key[0], "target", key[1], "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// recoverBanks zeroes the banks of a case whose program failed and makes
+// them ready again; if that fails, the run cannot go on safely.
+func (r *Runner) recoverBanks(ctx context.Context, c plan.Case) {
+	for _, id := range caseBanks(c) {
+		b := r.cfg.Site.Banks[id]
+		if b == nil {
+			continue
+		}
+		zctx, cancel := context.WithTimeout(context.Background(), zeroTimeout)
+		st, err := b.Zero(zctx)
+		cancel()
+		r.append("zero", c.ID, map[string]any{"load_bank": id, "why": "the case's program failed", "status": st.String(), "error": errText(err)})
+		if err == nil {
+			st, err = b.Prepare(ctx)
+			r.append("prepare", c.ID, map[string]any{"load_bank": id, "status": st.String(), "error": errText(err)})
+		}
+		if err != nil {
+			r.Abort(results.CauseFatal, fmt.Sprintf("load bank %s could not be made safe after case %s failed: %v", id, c.ID, err), nil)
+			return
+		}
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
+
+// checkResults pairs each verdict with its check's side, channel and
+// contract sources.
+func checkResults(p *plan.Plan, c plan.Case, vs []grade.Verdict) []results.Check {
+	out := make([]results.Check, 0, len(vs))
+	for i, v := range vs {
+		k := c.Checks[i]
+		rc := results.Check{Verdict: v, Side: k.Side, Channel: k.Channel, Sources: []results.Source{}}
+		for _, path := range k.Sources {
+			src := p.Sources[path]
+			rc.Sources = append(rc.Sources, results.Source{Path: path, Pos: src.Pos, Value: src.Value})
+		}
+		out = append(out, rc)
+	}
+	return out
+}

@@ -1,0 +1,267 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/grade"
+	"github.com/seamdc/seam/internal/plan"
+	"github.com/seamdc/seam/internal/results"
+	"github.com/seamdc/seam/internal/version"
+)
+
+// Config is everything a run needs.
+type Config struct {
+	Plan      *plan.Plan
+	PlanBytes []byte // the plan as read: its digest is recorded, its copy kept
+	Site      *Site
+	Dir       string // the evidence bundle
+	Resume    bool   // continue the bundle in Dir after its last completed case
+	Clock     clock.Clock
+	// Log receives the run's log besides the bundle's run.log (JSON).
+	Log      *slog.Logger
+	Operator Operator
+	// Progress shows the run to a person: a redrawn status line when
+	// Terminal is set, plain lines otherwise; nil shows nothing.
+	Progress io.Writer
+	Terminal bool
+	// Signer, if set, signs the manifest (SSHSIG, namespace seam-evidence).
+	Signer ssh.Signer
+	// ContractsDigest is the digest of the contracts the plan was checked
+	// against; Shortened says what the run shortened, for the evidence.
+	ContractsDigest string
+	Shortened       string
+	// Heartbeat is the load banks' heartbeat period (default 1 s of site
+	// time); GapSlack is added to twice each channel's sampling period to
+	// give the longest gap a graded window may have (default 50 ms × the
+	// site's time scale).
+	Heartbeat time.Duration
+	GapSlack  time.Duration
+}
+
+// Runner runs one plan. Interrupt and Kill may be called from another
+// goroutine (a signal handler) while Run runs.
+type Runner struct {
+	cfg   Config
+	clk   clock.Clock
+	log   *slog.Logger
+	b     *evidence.Bundle
+	logF  io.Closer
+	res   *results.Results
+	prog  *progress
+	index map[string]int // case id → index in res.Cases
+
+	mu        sync.Mutex
+	current   string // the case running
+	caseStop  context.CancelFunc
+	abortInfo *results.Abort
+	aborted   chan struct{}
+	zeroed    chan struct{}
+	outcomes  map[string]grade.Outcome
+}
+
+// ErrPreflight is returned (wrapped) when the run stopped before
+// energising: preflight problems or no risk acceptance.
+var ErrPreflight = errors.New("not energised")
+
+// New checks the configuration and returns a runner.
+func New(cfg Config) (*Runner, error) {
+	switch {
+	case cfg.Plan == nil || len(cfg.PlanBytes) == 0:
+		return nil, errors.New("runner: no plan")
+	case cfg.Site == nil:
+		return nil, errors.New("runner: no site")
+	case cfg.Operator == nil:
+		return nil, errors.New("runner: no operator")
+	case cfg.Dir == "":
+		return nil, errors.New("runner: no evidence directory")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.GapSlack <= 0 {
+		cfg.GapSlack = time.Duration(float64(50*time.Millisecond) * max(cfg.Site.TimeScale, 1))
+	}
+	r := &Runner{cfg: cfg, clk: cfg.Clock, aborted: make(chan struct{}), zeroed: make(chan struct{}),
+		outcomes: map[string]grade.Outcome{}, index: map[string]int{}}
+	r.prog = newProgress(cfg.Progress, cfg.Terminal, cfg.Plan, r.clk)
+	return r, nil
+}
+
+// Digest is "sha256:<hex>" of b.
+func Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Run runs the plan and returns the results; their Outcome says how it
+// went (Results.ExitCode). An error means the tool failed: the bundle
+// could not be written, or the run stopped before energising
+// (ErrPreflight), and says why.
+func (r *Runner) Run(ctx context.Context) (*results.Results, error) {
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	defer r.closeLog()
+	defer r.prog.stop()
+	hbCtx, stopBeats := context.WithCancel(context.Background())
+	beats := r.startHeartbeats(hbCtx)
+	defer func() { stopBeats(); beats.Wait() }()
+
+	if err := r.energise(ctx); err != nil {
+		return r.stopped(err)
+	}
+	for i, c := range r.cfg.Plan.Cases {
+		if r.isAborted() {
+			break
+		}
+		if _, done := r.outcomes[c.ID]; done {
+			continue
+		}
+		r.runCase(ctx, i, c)
+	}
+	if !r.isAborted() {
+		r.zeroAll("the run ended")
+	}
+	return r.finish()
+}
+
+// energise preflights, asks for risk acceptance and prepares the banks.
+func (r *Runner) energise(ctx context.Context) error {
+	if problems := r.preflight(ctx); len(problems) > 0 {
+		return fmt.Errorf("%w: preflight found %d problem(s):\n  %s", ErrPreflight, len(problems), joinLines(problems))
+	}
+	if err := r.acceptRisk(ctx); err != nil {
+		return fmt.Errorf("%w: %v", ErrPreflight, err)
+	}
+	if err := r.prepareBanks(ctx); err != nil {
+		r.Abort(results.CauseFatal, err.Error(), nil)
+		return nil
+	}
+	return nil
+}
+
+// stopped ends a run that never energised: results with every case not
+// run, the bundle synced and left resumable.
+func (r *Runner) stopped(cause error) (*results.Results, error) {
+	r.log.Error("run stopped before energising", "err", cause)
+	r.append("stopped", "", map[string]string{"reason": cause.Error()})
+	r.fillNotRun("not run: the run stopped before energising")
+	r.res.Summarize()
+	r.res.Outcome = results.Errored
+	if err := r.writeResults(); err != nil {
+		return r.res, errors.Join(cause, err)
+	}
+	return r.res, errors.Join(cause, r.b.Close())
+}
+
+// finish writes results.json and, for a run that was not aborted, the
+// manifest.
+func (r *Runner) finish() (*results.Results, error) {
+	now := r.clk.Now().UTC()
+	r.res.Run.Ended = &now
+	r.mu.Lock()
+	aborted := r.abortInfo != nil
+	r.mu.Unlock()
+	if aborted {
+		<-r.zeroed // the abort record and the read-backs are written
+		r.mu.Lock()
+		a := *r.abortInfo
+		r.res.Abort = &a
+		r.mu.Unlock()
+	}
+	r.fillNotRun("not run: the run was aborted")
+	r.res.Summarize()
+	if err := r.writeResults(); err != nil {
+		return r.res, err
+	}
+	r.prog.done(r.res)
+	if r.res.Abort != nil {
+		// resumable: no manifest
+		return r.res, r.b.Close()
+	}
+	r.log.Info("run finished", "outcome", r.res.Outcome, "pass", r.res.Counts.Pass, "fail", r.res.Counts.Fail, "error", r.res.Counts.Error)
+	r.closeLog()
+	_, err := r.b.Finish(evidence.Meta{ToolVersion: version.Version, PlanDigest: r.res.Plan.Digest,
+		ContractsDigest: r.cfg.ContractsDigest, BindingDigest: r.cfg.Site.BindingDigest, Outcome: r.res.Outcome}, r.cfg.Signer)
+	return r.res, err
+}
+
+func (r *Runner) writeResults() error {
+	raw, err := results.Encode(r.res)
+	if err != nil {
+		return err
+	}
+	if err := r.b.WriteFile(evidence.ResultsFile, raw); err != nil {
+		return err
+	}
+	return r.b.Sync()
+}
+
+// fillNotRun gives every case without a result a SKIPPED one.
+func (r *Runner) fillNotRun(reason string) {
+	for i := range r.res.Cases {
+		c := &r.res.Cases[i]
+		if c.Outcome == "" {
+			c.Outcome, c.Reason = grade.Skipped, reason
+		}
+	}
+}
+
+// ExitCode maps a run's outcome to sat's exit codes: 0 all passed, 2 a
+// test failed, 3 aborted, 1 the tool failed (an ERROR case is the
+// harness's or a device's failure, not the product's).
+func ExitCode(res *results.Results) int {
+	switch res.Outcome {
+	case results.Passed:
+		return 0
+	case results.Failed:
+		return 2
+	case results.Aborted:
+		return 3
+	}
+	return 1
+}
+
+func (r *Runner) append(kind, caseID string, data any) {
+	if _, err := r.b.Append(kind, caseID, data); err != nil {
+		r.log.Error("evidence: cannot append", "kind", kind, "err", err)
+	}
+}
+
+func (r *Runner) isAborted() bool {
+	select {
+	case <-r.aborted:
+		return true
+	default:
+		return false
+	}
+}
+
+func joinLines(xs []string) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += "\n  "
+		}
+		out += x
+	}
+	return out
+}
