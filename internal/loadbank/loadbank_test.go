@@ -227,14 +227,16 @@ func TestHeartbeatReportsFailures(t *testing.T) {
 	dev := newFakeBank(t, clk)
 	b := newBank(t, dev, clk)
 	dev.remote = false
+	var mu sync.Mutex
 	var fails []int
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(fails) }
 	hctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
-		b.Heartbeat(hctx, time.Second, func(err error, n int) { fails = append(fails, n) })
+		b.Heartbeat(hctx, time.Second, func(err error, n int) { mu.Lock(); fails = append(fails, n); mu.Unlock() })
 		close(done)
 	}()
-	for len(fails) < 3 {
+	for count() < 3 {
 		if clk.Waiters() > 0 {
 			clk.Advance(time.Second)
 		}

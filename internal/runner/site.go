@@ -25,7 +25,7 @@ const (
 type Site struct {
 	Kind    string // Simulated or Bound
 	Binding *binding.Binding
-	Devices *probe.Site
+	Devices map[string]probe.Device   // opened, by device name
 	Banks   map[string]*loadbank.Bank // by the plan's load bank id
 	// Faults performs fault steps and manual steps that name an event;
 	// nil on a real site, where an operator performs them.
@@ -45,16 +45,16 @@ type Faults interface {
 	Clear(ctx context.Context, kind, target string) error
 }
 
-// NewSite opens the plan's load banks on an opened binding. Every load
-// bank the plan drives must be bound.
-func NewSite(p *plan.Plan, devs *probe.Site, clk clock.Clock, log *slog.Logger) (*Site, error) {
-	s := &Site{Kind: Bound, Binding: devs.Binding, Devices: devs, Banks: map[string]*loadbank.Bank{}, TimeScale: 1}
+// NewSite opens the plan's load banks on the devices of a binding,
+// opened. Every load bank the plan drives must be bound.
+func NewSite(p *plan.Plan, b *binding.Binding, devs map[string]probe.Device, clk clock.Clock, log *slog.Logger) (*Site, error) {
+	s := &Site{Kind: Bound, Binding: b, Devices: devs, Banks: map[string]*loadbank.Bank{}, TimeScale: 1}
 	for _, spec := range p.LoadBanks {
-		lb := devs.Binding.LoadBank(spec.ID)
+		lb := b.LoadBank(spec.ID)
 		if lb == nil {
-			return nil, fmt.Errorf("the plan drives load bank %s, which the binding does not bind (it binds %v)", spec.ID, bankNames(devs.Binding))
+			return nil, fmt.Errorf("the plan drives load bank %s, which the binding does not bind (it binds %v)", spec.ID, bankNames(b))
 		}
-		dev := devs.Device(lb.DeviceName)
+		dev := devs[lb.DeviceName]
 		if dev == nil {
 			return nil, fmt.Errorf("load bank %s: device %s is not open", spec.ID, lb.DeviceName)
 		}
@@ -97,7 +97,7 @@ type channelSource struct {
 // bank's applied load ("lb-ma/applied").
 func (s *Site) source(channel string) (channelSource, error) {
 	if ch := s.Binding.Channel(channel); ch != nil {
-		dev := s.Devices.Device(ch.DeviceName)
+		dev := s.Devices[ch.DeviceName]
 		if dev == nil {
 			return channelSource{}, fmt.Errorf("channel %s: device %s is not open", channel, ch.DeviceName)
 		}
@@ -106,7 +106,7 @@ func (s *Site) source(channel string) (channelSource, error) {
 	for id := range s.Banks {
 		if channel == id+"/applied" {
 			lb := s.Binding.LoadBank(id)
-			dev := s.Devices.Device(lb.DeviceName)
+			dev := s.Devices[lb.DeviceName]
 			point := lb.Roles[binding.RoleApplied]
 			if point == "" {
 				point = binding.RoleApplied

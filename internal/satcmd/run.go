@@ -438,7 +438,11 @@ func openDevices(p *plan.Plan, b *binding.Binding, clk clock.Clock, lookupEnv fu
 		return nil, err
 	}
 	env.closers = append(env.closers, func() { devs.Close() })
-	return runner.NewSite(p, devs, clk, log)
+	byName := map[string]probe.Device{}
+	for _, d := range devs.Devices {
+		byName[d.Name()] = d
+	}
+	return runner.NewSite(p, b, byName, clk, log)
 }
 
 // bindingSource is the binding's CUE files, concatenated: credentials in
