@@ -74,6 +74,8 @@ func newRun(dir string, in *bundle) *Run {
 		Outcome:         r.Outcome,
 		Started:         r.Run.Started,
 		Signed:          in.verify.Signed,
+		Complete:        in.verify.Complete,
+		Unverified:      in.verify.Unverified,
 		SignedBy:        in.verify.SignedBy,
 		Integrity:       in.verify.Problems,
 	}

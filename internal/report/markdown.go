@@ -47,6 +47,9 @@ func writeIntegrity(b *strings.Builder, r *Run) {
 		if r.Signed {
 			signed = "signed by `" + r.SignedBy + "`"
 		}
+		if !r.Complete {
+			signed = "the run did not finish: no manifest; verified up to its last checkpoint"
+		}
 		fmt.Fprintf(b, "Evidence verifies (%s); every verdict re-grades from the raw samples.\n\n", signed)
 		return
 	}

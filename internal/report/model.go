@@ -35,11 +35,16 @@ type Run struct {
 	Started         time.Time
 	Finished        time.Time
 	Signed          bool
-	SignedBy        string     // key fingerprint
-	Integrity       []string   // what evidence.Verify found wrong
-	Mismatches      []Mismatch // re-graded verdicts that differ from the recorded ones
-	Cases           []Case
-	Witnesses       []Witness
+	SignedBy        string // key fingerprint
+	// Complete is false for a run that stopped before its manifest was
+	// written (aborted, killed): its journal and samples verify up to
+	// the last checkpoint, and Unverified bytes of samples follow it.
+	Complete   bool
+	Unverified int64
+	Integrity  []string   // what evidence.Verify found wrong
+	Mismatches []Mismatch // re-graded verdicts that differ from the recorded ones
+	Cases      []Case
+	Witnesses  []Witness
 }
 
 // OK reports whether the bundle verified and every verdict re-graded to

@@ -216,3 +216,17 @@ func TestLoadRefusesWhatItCannotRead(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "missing"), Options{})
 	assert.ErrorContains(t, err, "missing: not a directory")
 }
+
+func TestUnfinishedRunSaysSo(t *testing.T) {
+	dir := writeBundle(t, "sat", "ma", reporttest.Options{})
+	require.NoError(t, os.Remove(filepath.Join(dir, evidence.ManifestFile)))
+	r, err := Load(dir, Options{})
+	require.NoError(t, err)
+	assert.True(t, r.OK())
+	assert.False(t, r.Complete)
+	var md, html bytes.Buffer
+	require.NoError(t, Markdown(&md, r))
+	require.NoError(t, HTML(&html, r))
+	assert.Contains(t, md.String(), "the run did not finish: no manifest; verified up to its last checkpoint")
+	assert.Contains(t, html.String(), "The run did not finish: the bundle has no manifest.")
+}
