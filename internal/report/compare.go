@@ -146,7 +146,10 @@ func (d *Delta) grade(threshold float64) {
 	}
 }
 
-// WriteText writes the comparison as an aligned table, flagged rows
+// rank orders flags for reading: what got worse first.
+var rank = map[string]int{Regressed: 0, Worse: 1, NotComparable: 2, Recovered: 3, Better: 4, OnlyA: 5, OnlyB: 6, Same: 7}
+
+// WriteText writes the comparison as an aligned table, what got worse
 // first.
 func (c *Comparison) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "A: %s (%s, %s)\nB: %s (%s, %s)\nflagging a margin change beyond %g %% of A's margin\n\n",
@@ -158,17 +161,13 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "flag\tclause\tcheck\tchannel\tA\tB\tchange\tmargin A\tmargin B\tverdicts")
-	var flagged, same int
-	for _, pass := range []bool{true, false} {
+	count := map[string]int{}
+	for r := range 8 {
 		for _, d := range c.Deltas {
-			if (d.Flag != Same) != pass {
+			if rank[d.Flag] != r {
 				continue
 			}
-			if d.Flag == Same {
-				same++
-			} else {
-				flagged++
-			}
+			count[d.Flag]++
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(d.Flag), d.Clause, d.Check, d.Channel,
 				measuredOf(d.A), measuredOf(d.B), d.changeText(), marginOf(d.A), marginOf(d.B), d.verdicts())
 		}
@@ -176,7 +175,8 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d checks compared: %d flagged, %d within the threshold\n", len(c.Deltas), flagged, same)
+	_, err := fmt.Fprintf(w, "\n%d checks: %d worse, %d regressed, %d better, %d recovered, %d not comparable, %d within the threshold, %d only in A, %d only in B\n",
+		len(c.Deltas), count[Worse], count[Regressed], count[Better], count[Recovered], count[NotComparable], count[Same], count[OnlyA], count[OnlyB])
 	return err
 }
 
