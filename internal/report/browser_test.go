@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var screenshots = flag.String("screenshots", "", "write screenshots of the example report to this directory (for docs/img)")
+var screenshots = flag.String("screenshots", "", "also write screenshots of the report TestHTMLInChromium opens to this directory")
 
 // chromium finds the browser that .ci/run installs (Debian's chromium).
 func chromium(t *testing.T) string {
@@ -42,12 +42,10 @@ type page struct {
 	png     []byte   // full-page screenshot
 }
 
-// openReport opens a report file in headless Chromium, with the network
-// cut off (every host resolves to nothing), and reads the page.
-func openReport(t *testing.T, path string) page {
+// browser starts headless Chromium with the network cut off (every host
+// resolves to nothing) and returns a tab's context.
+func browser(t *testing.T) context.Context {
 	t.Helper()
-	abs, err := filepath.Abs(path)
-	require.NoError(t, err)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -59,13 +57,23 @@ func openReport(t *testing.T, path string) page {
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
 		chromedp.WindowSize(1200, 900),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
+	t.Cleanup(acancel)
 	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
+	t.Cleanup(bcancel)
+	return bctx
+}
 
+// openReport opens a report file in headless Chromium and reads the
+// page: console messages, plots, cases and a full-page screenshot.
+func openReport(t *testing.T, path string) page {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	require.NoError(t, err)
+	bctx, bcancel := context.WithCancel(browser(t))
+	defer bcancel()
 	var mu sync.Mutex
 	var p page
 	msgs := chromedp.Console(bctx)
@@ -90,9 +98,6 @@ func openReport(t *testing.T, path string) page {
 	require.NoError(t, err)
 	p.png, err = chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
-	if *screenshots != "" {
-		shootForDocs(t, bctx, *screenshots)
-	}
 	bcancel()
 	<-done
 	mu.Lock()
@@ -100,29 +105,42 @@ func openReport(t *testing.T, path string) page {
 	return p
 }
 
-// shootForDocs writes the screenshots the SAT runbook shows.
-func shootForDocs(t *testing.T, ctx context.Context, dir string) {
+// docShots are the screenshots of the SAT runbook: file → element.
+var docShots = map[string]string{
+	"report-integrity.png":    "#integrity",
+	"report-summary.png":      "#summary",
+	"report-traceability.png": "#traceability",
+	"report-witnesses.png":    "#witnesses",
+	"report-case-failed.png":  `article.case[id$=".transient.training-voltage"]`,
+	"report-case-heat.png":    `article.case[id$=".transient.training-heat"]`,
+	"report-case-event.png":   `article.case[id$=".failure.feed-a-loss"]`,
+}
+
+// shoot opens the report at path and writes a screenshot of each
+// element of shots that the page has into dir, and of its first screen
+// as top.
+func shoot(t *testing.T, path, dir, top string, shots map[string]string) {
 	t.Helper()
+	abs, err := filepath.Abs(path)
+	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	shots := map[string]string{
-		"report-integrity.png":    "#integrity",
-		"report-summary.png":      "#summary",
-		"report-traceability.png": "#traceability",
-		"report-case-failed.png":  `article.case[id$=".transient.training-voltage"]`,
-		"report-case-passed.png":  `article.case[id$=".steady.voltage-a"]`,
-		"report-case-heat.png":    `article.case[id$=".transient.training-heat"]`,
-	}
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("file://"+abs)))
 	for name, sel := range shots {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf("document.querySelectorAll(%q).length", sel)))
+		require.NoError(t, err)
+		if n == 0 {
+			continue
+		}
 		png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
 		require.NoError(t, err, name)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
 	}
-	// the first screen, as it opens
-	_, err := chromedp.Run(ctx, chromedp.Evaluate[any](`window.scrollTo(0, 0)`))
-	require.NoError(t, err)
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "report-top.png"), png, 0o644))
+	if top != "" {
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, top), png, 0o644))
+	}
 }
 
 // inkStats decodes a PNG and reports the share of pixels that are not

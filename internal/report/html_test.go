@@ -31,6 +31,9 @@ func TestHTMLInChromium(t *testing.T) {
 			selfContained(t, buf.String())
 
 			p := openReport(t, path)
+			if *screenshots != "" {
+				shoot(t, path, *screenshots, "report-top.png", docShots)
+			}
 			assert.Empty(t, p.console, "console messages")
 			assert.Equal(t, len(r.Cases), p.cases)
 			assert.Equal(t, len(r.Cases), p.plots, "one plot per case")

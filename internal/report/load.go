@@ -57,7 +57,27 @@ func Load(dir string, opt Options) (*Run, error) {
 		run.Cases = append(run.Cases, c)
 		run.Mismatches = append(run.Mismatches, mismatches...)
 	}
+	run.Outcome = outcome(in.results, run.Cases)
 	return run, nil
+}
+
+// outcome is the run's outcome from the re-graded cases, as
+// results.Summarize decides it; an aborted run stays aborted.
+func outcome(r *results.Results, cases []Case) string {
+	if r.Abort != nil || r.Outcome == results.Aborted {
+		return results.Aborted
+	}
+	var n Counts
+	for _, c := range cases {
+		n.Add(c.Verdict)
+	}
+	switch {
+	case n.Fail > 0:
+		return results.Failed
+	case n.Error > 0 || n.Skipped > 0 || n.Aborted > 0:
+		return results.Errored
+	}
+	return results.Passed
 }
 
 func newRun(dir string, in *bundle) *Run {
@@ -189,10 +209,10 @@ func (cs *caseState) finish() (Case, []Mismatch) {
 		verdicts[i] = g.Verdict()
 	}
 	mismatches = append(mismatches, compareVerdicts(rc, cs.pc, verdicts)...)
-	if v, m := caseVerdict(rc, verdicts); m != nil {
+	v, m := caseVerdict(rc, verdicts)
+	c.Verdict = v
+	if m != nil {
 		mismatches = append(mismatches, *m)
-	} else {
-		c.Verdict = v
 	}
 	for i, k := range cs.pc.Checks {
 		c.Checks = append(c.Checks, checkView(recordedCheck(rc, k), verdicts[i]))
@@ -223,7 +243,7 @@ func caseVerdict(rc results.Case, verdicts []grade.Verdict) (string, *Mismatch) 
 	case rec == derived:
 		return string(rec), nil
 	case (rec == grade.Pass || rec == grade.Fail) || derived == grade.Fail:
-		return "", &Mismatch{Case: rc.ID, Recorded: string(rec), Regrade: string(derived),
+		return string(derived), &Mismatch{Case: rc.ID, Recorded: string(rec), Regrade: string(derived),
 			Detail: fmt.Sprintf("the case is recorded %s, its re-graded checks make it %s", rec, derived)}
 	}
 	return string(rec), nil

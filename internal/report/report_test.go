@@ -124,6 +124,8 @@ func TestAlteredVerdictIsCaught(t *testing.T) {
 	assert.Contains(t, junit.String(), `results.json: digest`)
 	assert.Contains(t, md.String(), "> - re-grade: sat.ctl-ma.steady.heartbeat guarantee-in-band recorded FAIL, the raw samples give PASS")
 	assert.Contains(t, html.String(), "This report cannot be trusted as it stands.")
+	assert.Equal(t, Pass, r.Cases[0].Verdict, "the report shows the re-graded verdict")
+	assert.Equal(t, "passed", r.Outcome)
 }
 
 func TestAlteredCaseOutcomeIsCaught(t *testing.T) {
@@ -185,6 +187,8 @@ func TestAlteredSampleIsCaught(t *testing.T) {
 	assert.Equal(t, "PASS", r.Mismatches[0].Recorded)
 	assert.Equal(t, "FAIL", r.Mismatches[0].Regrade)
 	assert.Contains(t, strings.Join(r.Integrity, "\n"), "samples were altered")
+	assert.Equal(t, Fail, r.Cases[0].Verdict)
+	assert.Equal(t, "failed", r.Outcome, "the outcome follows the re-graded cases, not results.json")
 }
 
 func TestLoadRefusesWhatItCannotRead(t *testing.T) {
