@@ -15,9 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/cli"
-	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/report"
-	"github.com/seamdc/seam/internal/sign"
 )
 
 func init() {
@@ -43,10 +41,10 @@ bundle does not verify or a recorded verdict does not re-grade; 1: no
 report could be written.`
 
 func runReport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("DIR [--format html,junit,csv,md] [--out DIR|-] [--allowed-signers FILE]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR [--format html,junit,csv,md] [--out DIR|-] [--trust authorized_keys]", flag.ContinueOnError)
 	formats := fs.String("format", "html,junit,csv,md", "comma-separated: html, junit, csv, md")
 	out := fs.String("out", "", "directory to write to (default DIR/report); - writes the one format asked for to stdout")
-	signers := fs.String("allowed-signers", "", "require the manifest signed by a key of this allowed-signers file")
+	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format) allowed to sign the manifest; the manifest must be signed (as sat verify --trust)")
 	buckets := fs.Int("plot-intervals", report.DefaultBuckets, "intervals per plot whose first, lowest, highest and last samples are drawn")
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 1 {
@@ -63,9 +61,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "report", fs, err)
 	}
-	trusted, err := trustedKeys(*signers)
-	if err != nil {
-		return fail(stderr, "report", fs, err)
+	var trusted []ssh.PublicKey
+	if *trust != "" {
+		if trusted, err = readKeys(*trust); err != nil {
+			return fail(stderr, "report", fs, err)
+		}
 	}
 	t := time.Now()
 	run, err := report.Load(dir, report.Options{Trusted: trusted, Plots: contains(chosen, "html"), Buckets: *buckets,
@@ -173,26 +173,4 @@ func integrityExit(run *report.Run, stderr io.Writer) int {
 		return cli.ExitOK
 	}
 	return cli.ExitFindings
-}
-
-// trustedKeys reads the keys of an allowed-signers file that may sign
-// evidence; "" means any valid signature, or none.
-func trustedKeys(file string) ([]ssh.PublicKey, error) {
-	if file == "" {
-		return nil, nil
-	}
-	as, err := sign.ReadAllowedSigners(file)
-	if err != nil {
-		return nil, err
-	}
-	keys := []ssh.PublicKey{}
-	for _, s := range as.Entries {
-		if len(s.Namespaces) == 0 || slices.Contains(s.Namespaces, evidence.Namespace) {
-			keys = append(keys, s.Key)
-		}
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%s: no key allowed to sign in namespace %s", file, evidence.Namespace)
-	}
-	return keys, nil
 }

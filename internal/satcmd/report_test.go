@@ -2,6 +2,7 @@ package satcmd
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/compile"
 	"github.com/seamdc/seam/internal/plan"
@@ -19,8 +21,9 @@ import (
 // evidence bundles (testdata/report/*.txtar). Commands:
 //
 //	sat ARGS...                                run sat in process; "[exit N]" goes to stderr
-//	bundle LEVEL MODULE DIR [defect=D] [scale=S]  write a bundle of the example's plan
-//	                                           (compiled with --max-hold 5s) run on a model site
+//	bundle LEVEL MODULE DIR [defect=D] [scale=S] [sign=KEY]
+//	                                           write a bundle of the example's plan (compiled
+//	                                           with --max-hold 5s) run on a model site
 func TestReportScripts(t *testing.T) {
 	example, err := filepath.Abs("../../contracts/examples/threemodule")
 	if err != nil {
@@ -61,6 +64,11 @@ func cmdBundle(ts *testscript.TestScript, neg bool, args []string) {
 			s, err := strconv.ParseFloat(v, 64)
 			ts.Check(err)
 			opt.Scale = s
+		case "sign":
+			raw, err := os.ReadFile(ts.MkAbs(v))
+			ts.Check(err)
+			opt.Signer, err = ssh.ParsePrivateKey(raw)
+			ts.Check(err)
 		default:
 			ts.Fatalf("bundle: unknown option %s", a)
 		}
