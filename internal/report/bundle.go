@@ -24,11 +24,12 @@ const PlanFile = "plan.json"
 // bundle is what a report reads from an evidence bundle besides the
 // samples.
 type bundle struct {
-	verify       evidence.Report
-	results      *results.Results
-	plan         *plan.Plan
-	spans        map[string]span // by case id
-	gradeOptions grade.Options
+	verify         evidence.Report
+	results        *results.Results
+	plan           *plan.Plan
+	spans          map[string]span // by case id
+	gradeOptions   grade.Options
+	manifestDigest string // "" when the run did not finish
 }
 
 func (b *bundle) planCase(id string) *plan.Case {
@@ -53,6 +54,10 @@ func readBundle(dir string, trusted []ssh.PublicKey) (*bundle, error) {
 		return nil, err
 	}
 	b := &bundle{verify: rep}
+	if raw, err := os.ReadFile(filepath.Join(dir, evidence.ManifestFile)); err == nil {
+		sum := sha256.Sum256(raw)
+		b.manifestDigest = "sha256:" + hex.EncodeToString(sum[:])
+	}
 	if b.results, err = results.Read(filepath.Join(dir, evidence.ResultsFile)); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("evidence bundle %s has no %s: the run did not finish (resume it with sat run --resume %s)", dir, evidence.ResultsFile, dir)

@@ -95,6 +95,7 @@ func newRun(dir string, in *bundle) *Run {
 		Started:         r.Run.Started,
 		Signed:          in.verify.Signed,
 		Complete:        in.verify.Complete,
+		ManifestDigest:  in.manifestDigest,
 		Unverified:      in.verify.Unverified,
 		SignedBy:        in.verify.SignedBy,
 		Integrity:       in.verify.Problems,

@@ -41,6 +41,9 @@ type Run struct {
 	// the last checkpoint, and Unverified bytes of samples follow it.
 	Complete   bool
 	Unverified int64
+	// ManifestDigest is the sha256 of manifest.json, which a signed
+	// paper report names to bind itself to the evidence.
+	ManifestDigest string
 	Integrity  []string   // what evidence.Verify found wrong
 	Mismatches []Mismatch // re-graded verdicts that differ from the recorded ones
 	Cases      []Case

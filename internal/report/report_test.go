@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"flag"
 	"os"
 	"path/filepath"
@@ -85,6 +87,9 @@ func TestDefectsFailTheirCases(t *testing.T) {
 	// cases with a square wave fail, nothing else
 	assert.Equal(t, []string{"sat.l1-ma.transient.training-heat", "sat.p1-ma.transient.training-voltage"}, failed)
 	assert.Equal(t, "failed", r.Outcome)
+	manifest, err := os.ReadFile(filepath.Join(dir, evidence.ManifestFile))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("sha256:%x", sha256.Sum256(manifest)), r.ManifestDigest, "the paper report names the manifest it reports on")
 	var junit bytes.Buffer
 	require.NoError(t, JUnit(&junit, r))
 	assert.Contains(t, junit.String(), `<failure message="guarantee-max-deviation p1/ma/feed-a/voltage: measured 62.28 V, limit 33.2 V (margin -29.08 V)`)
