@@ -44,10 +44,10 @@ type Run struct {
 	// ManifestDigest is the sha256 of manifest.json, which a signed
 	// paper report names to bind itself to the evidence.
 	ManifestDigest string
-	Integrity  []string   // what evidence.Verify found wrong
-	Mismatches []Mismatch // re-graded verdicts that differ from the recorded ones
-	Cases      []Case
-	Witnesses  []Witness
+	Integrity      []string   // what evidence.Verify found wrong
+	Mismatches     []Mismatch // re-graded verdicts that differ from the recorded ones
+	Cases          []Case
+	Witnesses      []Witness
 }
 
 // OK reports whether the bundle verified and every verdict re-graded to

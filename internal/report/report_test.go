@@ -3,8 +3,8 @@ package report
 import (
 	"bytes"
 	"crypto/sha256"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
