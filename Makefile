@@ -19,6 +19,13 @@ demo: build
 	@echo
 	@echo "== contractc budget $(EXAMPLE)"
 	./bin/contractc budget $(EXAMPLE)
+	@# keep last: report on every evidence bundle the steps above wrote
+	@for d in $(OUT)/evidence/*/; do \
+	  [ -f "$$d/results.json" ] || continue; \
+	  echo; echo "== sat report $$d"; \
+	  ./bin/sat report "$$d" || exit $$?; \
+	  echo "HTML report: $${d}report/report.html"; \
+	done
 
 # The figures the issues name, one table per package (ns/op and the
 # custom metrics each benchmark reports). Heavy benchmarks run a fixed
