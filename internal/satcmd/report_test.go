@@ -21,6 +21,8 @@ import (
 // evidence bundles (testdata/report/*.txtar). Commands:
 //
 //	sat ARGS...                                run sat in process; "[exit N]" goes to stderr
+//	anyexit sat ARGS...                        run sat, whatever its exit code
+//	plan LEVEL MODULE FILE                     write the example's plan (--max-hold 5s)
 //	bundle LEVEL MODULE DIR [defect=D] [scale=S] [sign=KEY]
 //	                                           write a bundle of the example's plan (compiled
 //	                                           with --max-hold 5s) run on a model site
@@ -29,15 +31,27 @@ func TestReportScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fixtures, err := filepath.Abs("../../fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/report",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("EXAMPLE", example)
+			env.Setenv("FIXTURES", fixtures)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"sat":    cmdSatInProcess,
 			"bundle": cmdBundle,
+			"plan":   cmdPlan,
+			"anyexit": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) == 0 || args[0] != "sat" || neg {
+					ts.Fatalf("usage: anyexit sat ARGS...")
+				}
+				fmt.Fprintf(ts.Stderr(), "[exit %d]\n", Main(args[1:], ts.Stdout(), ts.Stderr()))
+			},
 		},
 	})
 }
@@ -48,6 +62,21 @@ func cmdSatInProcess(ts *testscript.TestScript, neg bool, args []string) {
 	if (code != 0) != neg {
 		ts.Fatalf("sat exited %d", code)
 	}
+}
+
+// cmdPlan compiles the example as contractc compile does (the runner
+// refuses a plan that differs from what the compiler writes).
+func cmdPlan(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: plan LEVEL MODULE FILE")
+	}
+	p, diags, err := compile.Dir(ts.Getenv("EXAMPLE"), compile.Options{Level: args[0], Module: args[1], MaxHold: 5 * time.Second})
+	if err != nil {
+		ts.Fatalf("compile: %v %v", err, diags)
+	}
+	raw, err := plan.Encode(p)
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[2]), raw, 0o644))
 }
 
 func cmdBundle(ts *testscript.TestScript, neg bool, args []string) {
