@@ -100,24 +100,11 @@ func (d *decoder) topLevel() {
 func (d *decoder) units() []cue.Path {
 	paths := []cue.Path{cue.ParsePath("profiles"), cue.ParsePath("contracts")}
 	for _, group := range []string{"devices", "channels", "loadbanks"} {
-		for _, l := range labels(d.r.Value.LookupPath(cue.ParsePath(group))) {
+		for _, l := range cueload.Labels(d.r.Value.LookupPath(cue.ParsePath(group))) {
 			paths = append(paths, cue.MakePath(cue.Str(group), cue.Str(l)))
 		}
 	}
 	return paths
-}
-
-func labels(v cue.Value) []string {
-	it, err := v.Fields()
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for it.Next() {
-		out = append(out, it.Selector().Unquoted())
-	}
-	sort.Strings(out)
-	return out
 }
 
 func at(v cue.Value, path ...string) cue.Value {
@@ -150,16 +137,16 @@ func (d *decoder) decode() *Binding {
 	if c := str(v, "contracts"); c != "" {
 		b.Contracts = abs(d.r.Dir, c)
 	}
-	for _, name := range labels(at(v, "devices")) {
+	for _, name := range cueload.Labels(at(v, "devices")) {
 		b.Devices = append(b.Devices, d.device(name, at(v, "devices", name)))
 	}
-	for _, name := range labels(at(v, "channels")) {
+	for _, name := range cueload.Labels(at(v, "channels")) {
 		cv := at(v, "channels", name)
 		opt, _ := at(cv, "optional").Bool()
 		b.Channels = append(b.Channels, &Channel{Name: name, DeviceName: str(cv, "device"), PointName: str(cv, "point"),
 			Optional: opt, Pos: d.r.UserPos(cv)})
 	}
-	for _, name := range labels(at(v, "loadbanks")) {
+	for _, name := range cueload.Labels(at(v, "loadbanks")) {
 		lv := at(v, "loadbanks", name)
 		lb := &LoadBank{Name: name, DeviceName: str(lv, "device"), Roles: map[string]string{}, Pos: d.r.UserPos(lv)}
 		for _, role := range Roles {

@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -72,35 +71,7 @@ func newIndex(c *Contracts) *index {
 	return idx
 }
 
-// suggest returns the known ids closest to s (all of them on a tie), for
-// "did you mean".
-func suggest(s string, known []string) []string {
-	var best []string
-	bestD := 4
-	for _, k := range known {
-		switch d := cueload.EditDistance(s, k); {
-		case d < bestD:
-			best, bestD = []string{k}, d
-		case d == bestD:
-			best = append(best, k)
-		}
-	}
-	return best
-}
-
-func didYouMean(s string, known []string) string {
-	if g := suggest(s, known); len(g) > 0 && len(g) <= 3 {
-		quoted := make([]string, len(g))
-		for i, x := range g {
-			quoted[i] = fmt.Sprintf("%q", x)
-		}
-		return "did you mean " + strings.Join(quoted, " or ") + "?"
-	}
-	if len(known) > 8 {
-		known = append(known[:8:8], "…")
-	}
-	return "known: " + strings.Join(known, ", ")
-}
+func didYouMean(s string, known []string) string { return cueload.DidYouMean(s, known) }
 
 func keys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -332,7 +303,7 @@ func article(word string) string {
 }
 
 func didYouMeanSuffix(s string, known []string) string {
-	if g := suggest(s, known); len(g) > 0 && len(g) <= 3 {
+	if g := cueload.Closest(s, known); len(g) > 0 && len(g) <= 3 {
 		return ", such as " + strings.Join(g, " or ")
 	}
 	if len(known) > 0 {

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -86,29 +85,16 @@ func contractUnits(r *cueload.Result) []cue.Path {
 	add := func(sel ...cue.Selector) { paths = append(paths, cue.MakePath(sel...)) }
 	site := r.Value.LookupPath(cue.ParsePath("site"))
 	for _, group := range []string{"modules", "shared", "loadbanks"} {
-		for _, l := range labels(site.LookupPath(cue.ParsePath(group))) {
+		for _, l := range cueload.Labels(site.LookupPath(cue.ParsePath(group))) {
 			add(cue.Str("site"), cue.Str(group), cue.Str(l))
 		}
 	}
 	add(cue.Str("site"))
-	for _, l := range labels(r.Value.LookupPath(cue.ParsePath("boundaries"))) {
+	for _, l := range cueload.Labels(r.Value.LookupPath(cue.ParsePath("boundaries"))) {
 		add(cue.Str("boundaries"), cue.Str(l))
 	}
 	add(cue.Str("boundaries"))
 	return paths
-}
-
-func labels(v cue.Value) []string {
-	it, err := v.Fields()
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for it.Next() {
-		out = append(out, it.Selector().Unquoted())
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Vet loads dir and runs every check. Schema and unit errors do not stop

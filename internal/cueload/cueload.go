@@ -422,17 +422,16 @@ func (r *Result) closestField(path []string) string {
 	if err != nil {
 		return ""
 	}
-	best, bestD := "", 4
+	var fields []string
 	for it.Next() {
-		l := it.Selector().Unquoted()
-		if l == bad {
-			continue
-		}
-		if d := EditDistance(bad, l); d < bestD {
-			best, bestD = l, d
+		if l := it.Selector().Unquoted(); l != bad {
+			fields = append(fields, l)
 		}
 	}
-	return best
+	if g := Closest(bad, fields); len(g) > 0 {
+		return g[0]
+	}
+	return ""
 }
 
 // EditDistance is the Levenshtein distance between a and b.
@@ -505,15 +504,12 @@ func conflictHint(msg string) string {
 
 // closestAlternative suggests the allowed value nearest to a wrong one.
 func closestAlternative(got string, alts []string) string {
-	bare := strings.Trim(got, `"`)
-	best, bestD := "", 4
-	for _, a := range alts {
-		if d := EditDistance(bare, strings.Trim(a, `"`)); d < bestD {
-			best, bestD = a, d
-		}
+	bare := make([]string, len(alts))
+	for i, a := range alts {
+		bare[i] = strings.Trim(a, `"`)
 	}
-	if best != "" {
-		return "did you mean " + best + "?"
+	if g := Closest(strings.Trim(got, `"`), bare); len(g) > 0 {
+		return fmt.Sprintf("did you mean %q?", g[0])
 	}
 	return "use one of the values listed"
 }
@@ -536,4 +532,50 @@ func dropTypeNoise(l diag.List) diag.List {
 		out = append(out, d)
 	}
 	return out
+}
+
+// Labels returns the field labels of a struct value, sorted.
+func Labels(v cue.Value) []string {
+	it, err := v.Fields()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for it.Next() {
+		out = append(out, it.Selector().Unquoted())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Closest returns the names nearest to s within an edit distance of
+// three (all of them on a tie), for "did you mean".
+func Closest(s string, names []string) []string {
+	var best []string
+	bestD := 4
+	for _, n := range names {
+		switch d := EditDistance(s, n); {
+		case d < bestD:
+			best, bestD = []string{n}, d
+		case d == bestD:
+			best = append(best, n)
+		}
+	}
+	return best
+}
+
+// DidYouMean is the hint for an unknown name: the closest known names,
+// or else the known names themselves.
+func DidYouMean(s string, names []string) string {
+	if g := Closest(s, names); len(g) > 0 && len(g) <= 3 {
+		quoted := make([]string, len(g))
+		for i, x := range g {
+			quoted[i] = fmt.Sprintf("%q", x)
+		}
+		return "did you mean " + strings.Join(quoted, " or ") + "?"
+	}
+	if len(names) > 12 {
+		names = append(names[:12:12], "…")
+	}
+	return "known: " + strings.Join(names, ", ")
 }

@@ -89,7 +89,7 @@ func Load(dir string) (*Set, diag.List, error) {
 	d.topLevel()
 	root := r.Value.LookupPath(cue.ParsePath("profiles"))
 	var paths []cue.Path
-	for _, l := range labels(root) {
+	for _, l := range cueload.Labels(root) {
 		paths = append(paths, cue.MakePath(cue.Str("profiles"), cue.Str(l)))
 	}
 	d.diags = append(d.diags, r.Validate(paths...)...)
@@ -97,7 +97,7 @@ func Load(dir string) (*Set, diag.List, error) {
 	if d.diags.Count(diag.Error) > 0 {
 		return set, d.diags.Sorted(), nil
 	}
-	for _, l := range labels(root) {
+	for _, l := range cueload.Labels(root) {
 		if p := d.profile(l, root.LookupPath(cue.MakePath(cue.Str(l)))); p != nil {
 			set.Profiles = append(set.Profiles, p)
 		}
@@ -125,18 +125,6 @@ func MustLoad(dir string) (*Set, error) {
 type decoder struct {
 	r     *cueload.Result
 	diags diag.List
-}
-
-func labels(v cue.Value) []string {
-	it, err := v.Fields()
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for it.Next() {
-		out = append(out, it.Selector().Unquoted())
-	}
-	return out
 }
 
 func (d *decoder) topLevel() {
@@ -168,7 +156,7 @@ func (d *decoder) profile(name string, v cue.Value) *Profile {
 	}
 	p.Limits = d.limits(v.LookupPath(cue.ParsePath("limits")), path)
 	pv := v.LookupPath(cue.ParsePath("points"))
-	for _, l := range labels(pv) {
+	for _, l := range cueload.Labels(pv) {
 		p.Points = append(p.Points, d.point(p, l, pv.LookupPath(cue.MakePath(cue.Str(l))), path+".points."+quote(l)))
 	}
 	sortPoints(p.Points)
@@ -318,7 +306,7 @@ func (d *decoder) states(v cue.Value) map[int64]string {
 		return nil
 	}
 	out := map[int64]string{}
-	for _, l := range labels(sv) {
+	for _, l := range cueload.Labels(sv) {
 		n, err := strconv.ParseInt(l, 10, 64)
 		if err != nil {
 			continue // the schema only admits integers
@@ -376,7 +364,7 @@ func (d *decoder) references(p *Profile, path string) {
 		target := p.Point(to)
 		switch {
 		case target == nil:
-			d.diags.Errorf(RuleReference, pos, from, "%s.%s: no point %q in profile %s", from, label, to, p.Name).Hint = suggest(to, p.PointNames())
+			d.diags.Errorf(RuleReference, pos, from, "%s.%s: no point %q in profile %s", from, label, to, p.Name).Hint = Suggest(to, p.PointNames())
 		case target.Dim != Raw:
 			d.diags.Errorf(RuleReference, pos, from, "%s.%s: %q is not a plain number (it has a unit or is an alarm)", from, label, to)
 		}
@@ -413,47 +401,9 @@ func isBitView(pt *Point) bool {
 	return pt.Dim == Alarm || (pt.Dim == Raw && pt.Scale == 1 && pt.Offset == 0)
 }
 
-// suggest returns a hint naming the closest of names to s.
-func suggest(s string, names []string) string {
-	best, bestD := "", 1<<30
-	for _, n := range names {
-		if dd := distance(s, n); dd < bestD {
-			best, bestD = n, dd
-		}
-	}
-	if best != "" && bestD <= len(s)/2+1 {
-		return fmt.Sprintf("did you mean %q?", best)
-	}
-	if len(names) > 12 {
-		names = append(names[:12:12], "…")
-	}
-	return "known: " + strings.Join(names, ", ")
-}
-
 // Suggest returns a hint naming the closest of names to s, or listing
 // them: for "unknown point" and "unknown profile" messages.
-func Suggest(s string, names []string) string { return suggest(s, names) }
-
-// distance is the Levenshtein distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func Suggest(s string, names []string) string { return cueload.DidYouMean(s, names) }
 
 // isDir checks dir first, so that a wrong path reads "binding directory
 // x: no such file or directory" rather than a loader's message.

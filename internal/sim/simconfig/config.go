@@ -158,19 +158,19 @@ func (d *decoder) config(sim cue.Value) *Config {
 	c.blocks = perElement(d, sim, "blocks", powerFields)
 	c.loops = perElement(d, sim, "loops", coolingFields)
 	serve := sim.LookupPath(cue.ParsePath("serve"))
-	for _, l := range labels(serve) {
+	for _, l := range cueload.Labels(serve) {
 		c.Serve[l] = d.points(l, serve.LookupPath(cue.MakePath(cue.Str(l))))
 	}
-	for _, l := range labels(sim.LookupPath(cue.ParsePath("devices"))) {
+	for _, l := range cueload.Labels(sim.LookupPath(cue.ParsePath("devices"))) {
 		c.Devices = append(c.Devices, d.device(l, sim.LookupPath(cue.MakePath(cue.Str("devices"), cue.Str(l)))))
 	}
-	for _, l := range labels(sim.LookupPath(cue.ParsePath("channels"))) {
+	for _, l := range cueload.Labels(sim.LookupPath(cue.ParsePath("channels"))) {
 		c.Channels = append(c.Channels, d.channel(l, sim.LookupPath(cue.MakePath(cue.Str("channels"), cue.Str(l)))))
 	}
-	for _, l := range labels(sim.LookupPath(cue.ParsePath("scripts"))) {
+	for _, l := range cueload.Labels(sim.LookupPath(cue.ParsePath("scripts"))) {
 		c.Scripts[l] = d.script(l, sim.LookupPath(cue.MakePath(cue.Str("scripts"), cue.Str(l))))
 	}
-	for _, l := range labels(sim.LookupPath(cue.ParsePath("defects"))) {
+	for _, l := range cueload.Labels(sim.LookupPath(cue.ParsePath("defects"))) {
 		c.Defects[l] = d.defect(l, sim.LookupPath(cue.MakePath(cue.Str("defects"), cue.Str(l))))
 	}
 	return c
@@ -194,7 +194,7 @@ func (d *decoder) device(rule string, v cue.Value) *Device {
 // points decodes what a profile's points serve.
 func (d *decoder) points(prof string, v cue.Value) []PointMap {
 	var out []PointMap
-	for _, p := range labels(v) {
+	for _, p := range cueload.Labels(v) {
 		pv := v.LookupPath(cue.MakePath(cue.Str(p)))
 		pm := PointMap{Point: p, Pos: d.r.UserPos(pv)}
 		if f, err := pv.Float64(); err == nil {
@@ -286,10 +286,10 @@ func (d *decoder) defect(name string, v cue.Value) *Defect {
 	df.blocks = perElement(d, v, "blocks", powerFields)
 	df.loops = perElement(d, v, "loops", coolingFields)
 	devs := v.LookupPath(cue.ParsePath("devices"))
-	for _, dev := range labels(devs) {
+	for _, dev := range cueload.Labels(devs) {
 		pts := devs.LookupPath(cue.MakePath(cue.Str(dev), cue.Str("points")))
 		df.Devices[dev] = map[string]float64{}
-		for _, p := range labels(pts) {
+		for _, p := range cueload.Labels(pts) {
 			f, _ := pts.LookupPath(cue.MakePath(cue.Str(p), cue.Str("factor"))).Float64()
 			df.Devices[dev][p] = f
 		}
@@ -333,7 +333,7 @@ func settings[P any](d *decoder, parent cue.Value, label string, fields []field[
 func perElement[P any](d *decoder, parent cue.Value, label string, fields []field[P]) map[string][]setting {
 	out := map[string][]setting{}
 	v := parent.LookupPath(cue.MakePath(cue.Str(label)))
-	for _, id := range labels(v) {
+	for _, id := range cueload.Labels(v) {
 		out[id] = settingsFor(d, v.LookupPath(cue.MakePath(cue.Str(id))), fmt.Sprintf("%s.%q", label, id), fields)
 	}
 	return out
@@ -506,18 +506,5 @@ func list(v cue.Value) []cue.Value {
 	for it.Next() {
 		out = append(out, it.Value())
 	}
-	return out
-}
-
-func labels(v cue.Value) []string {
-	it, err := v.Fields()
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for it.Next() {
-		out = append(out, it.Selector().Unquoted())
-	}
-	sort.Strings(out)
 	return out
 }
