@@ -261,8 +261,7 @@ func (b *Bank) Prepare(ctx context.Context) (Status, error) {
 	if err := b.write(ctx, binding.RoleEnable, 1); err != nil {
 		return st, err
 	}
-	st, err = b.Read(ctx)
-	if err != nil {
+	if st, err = b.ready(ctx); err != nil {
 		return st, err
 	}
 	if st.Fault != 0 {
@@ -272,6 +271,22 @@ func (b *Bank) Prepare(ctx context.Context) (Status, error) {
 		return st, fmt.Errorf("load bank %s did not enable (%s)", b.ID, st)
 	}
 	return b.Idle(ctx)
+}
+
+// ready reads the bank until it reports enabled without a fault (a
+// device shows a command at its next update), or the confirm slack has
+// passed; it returns the last status.
+func (b *Bank) ready(ctx context.Context) (Status, error) {
+	deadline := b.opt.Clock.Now().Add(b.opt.ConfirmSlack)
+	for {
+		st, err := b.Read(ctx)
+		if err != nil || (st.Enabled && st.Fault == 0) || !b.opt.Clock.Now().Before(deadline) {
+			return st, err
+		}
+		if err := b.opt.Clock.Sleep(ctx, max(b.dev.Profile().UpdatePeriod, 10*time.Millisecond)); err != nil {
+			return st, err
+		}
+	}
 }
 
 func (b *Bank) write(ctx context.Context, role string, v float64) error {

@@ -129,7 +129,8 @@ type world struct {
 	droop    float64 // V per kW
 	leakAt   time.Time
 	leakLag  time.Duration
-	silent   map[string]bool // devices that stop answering
+	silent   map[string]bool // devices that answer with errors
+	hung     map[string]bool // devices whose reads never come back
 	bank     *fakeBank
 	faultLog []string
 }
@@ -148,6 +149,12 @@ func (w *world) leak() float64 {
 		return 1
 	}
 	return 0
+}
+
+func (w *world) isHung(dev string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.hung[dev]
 }
 
 func (w *world) isSilent(dev string) bool {
@@ -203,6 +210,10 @@ func (m *meter) Write(context.Context, string, float64) error {
 }
 
 func (m *meter) Read(ctx context.Context) ([]probe.Reading, error) {
+	if m.w.isHung(m.name) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	now := m.w.clk.Now()
 	var out []probe.Reading
 	var err error
@@ -361,7 +372,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	clk := clock.Real{}
 	start := clk.Now()
-	w := &world{clk: clk, droop: 0.005, leakLag: 500 * time.Millisecond, silent: map[string]bool{}}
+	w := &world{clk: clk, droop: 0.005, leakLag: 500 * time.Millisecond, silent: map[string]bool{}, hung: map[string]bool{}}
 	w.bank = &fakeBank{p: loadbankProfile(t), clk: clk, remote: true, maxRate: 50000, last: start}
 	p, raw := tinyPlan(t)
 	pdu := newMeter("pdu-p1", w, map[string]func() float64{"feed-voltage": w.voltage})

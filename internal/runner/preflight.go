@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/seamdc/seam/internal/loadbank"
@@ -119,14 +120,23 @@ func (r *Runner) readTwice(ctx context.Context, need map[string]channelSource) (
 	}
 	read := func() map[string]map[string]probe.Reading {
 		out := map[string]map[string]probe.Reading{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
 		for name, d := range devs {
-			rs, _ := d.Read(ctx)
-			m := map[string]probe.Reading{}
-			for _, rd := range rs {
-				m[rd.Point] = rd
-			}
-			out[name] = m
+			wg.Add(1)
+			go func() { // a device that does not answer costs its timeout once
+				defer wg.Done()
+				rs, _ := d.Read(ctx)
+				m := map[string]probe.Reading{}
+				for _, rd := range rs {
+					m[rd.Point] = rd
+				}
+				mu.Lock()
+				out[name] = m
+				mu.Unlock()
+			}()
 		}
+		wg.Wait()
 		return out
 	}
 	read()

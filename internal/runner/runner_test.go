@@ -162,6 +162,32 @@ func testSilentTrips(t *testing.T) {
 	assert.Zero(t, g.w.bank.appliedNow())
 }
 
+// A device whose reads never come back is silence too: once neither a
+// good nor a bad answer came for the limit, its timeout and a period.
+func TestHungDeviceTrips(t *testing.T) { synctest.Test(t, testHungTrips) }
+
+func testHungTrips(t *testing.T) {
+	g := newRig(t)
+	var hungAt time.Time
+	time.AfterFunc(30*time.Second, func() {
+		g.w.mu.Lock()
+		g.w.hung["pdu-p1"] = true
+		g.w.mu.Unlock()
+		hungAt = time.Now()
+	})
+	res, err := g.run(g.config())
+	require.NoError(t, err)
+	require.NotNil(t, res.Abort)
+	a := res.Abort
+	assert.Equal(t, results.CauseInterlock, a.Cause)
+	assert.Contains(t, a.Reason, "p1/ma/voltage has had no answer from device pdu-p1 for")
+	// 5 s of silence, plus the 1 s timeout and the 0.5 s period, and
+	// the watch's 0.5 s
+	assert.LessOrEqual(t, a.At.Sub(hungAt), 7*time.Second)
+	assert.Greater(t, a.At.Sub(hungAt), 6*time.Second)
+	assert.Zero(t, g.w.bank.appliedNow())
+}
+
 // A manual step in a non-interactive run on a real site stops the run
 // with a clear message, and the load goes to zero.
 func TestManualStepWithoutOperatorAborts(t *testing.T) { synctest.Test(t, testManualUnattended) }

@@ -21,6 +21,8 @@ type sampler struct {
 	caseID  string
 	devices map[string]*polled // by device name
 	locks   map[string][]*lock // by channel
+	// lastPoll is, by device, when its last read came back
+	lastPoll map[string]time.Time
 
 	mu     sync.Mutex
 	latest map[string]evidence.Sample
@@ -38,9 +40,11 @@ type polled struct {
 	chans  []channelSource
 }
 
-// lock is an interlock of the case and when its channel last read good.
+// lock is an interlock of the case, when its channel last read good,
+// and the device it is read from.
 type lock struct {
 	il       plan.Interlock
+	device   string
 	lastGood time.Time
 }
 
@@ -51,7 +55,7 @@ type lock struct {
 // too, as "<bank>/applied".
 func (r *Runner) newSampler(c plan.Case) (*sampler, error) {
 	s := &sampler{r: r, caseID: c.ID, devices: map[string]*polled{}, locks: map[string][]*lock{},
-		latest: map[string]evidence.Sample{}, notify: make(chan struct{})}
+		lastPoll: map[string]time.Time{}, latest: map[string]evidence.Sample{}, notify: make(chan struct{})}
 	added := map[string]bool{}
 	add := func(channel string, maxPeriod time.Duration) error {
 		src, err := r.cfg.Site.source(channel)
@@ -90,7 +94,8 @@ func (r *Runner) newSampler(c plan.Case) (*sampler, error) {
 		if err := add(il.Channel, seconds(il.MaxPeriodS)); err != nil {
 			return nil, err
 		}
-		s.locks[il.Channel] = append(s.locks[il.Channel], &lock{il: *il})
+		src, _ := r.cfg.Site.source(il.Channel)
+		s.locks[il.Channel] = append(s.locks[il.Channel], &lock{il: *il, device: src.device.Name()})
 	}
 	return s, nil
 }
@@ -125,6 +130,7 @@ func (s *sampler) start(ctx context.Context) {
 	for _, ls := range s.locks {
 		for _, l := range ls {
 			l.lastGood = now
+			s.lastPoll[l.device] = now
 			watch = min(watch, seconds(l.il.MaxSilenceS)/10)
 		}
 	}
@@ -169,9 +175,12 @@ func (s *sampler) sink(p *polled, ps probe.Sample) {
 		if smp.Quality != probe.Good.String() {
 			smp.Value = 0
 		}
-		s.check(smp)
+		s.check(smp, ps.Started)
 		out = append(out, smp)
 	}
+	s.mu.Lock()
+	s.lastPoll[p.dev.Name()] = ps.Done
+	s.mu.Unlock()
 	if err := s.r.b.Sample(out...); err != nil {
 		s.r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
 	}
@@ -186,17 +195,31 @@ func (s *sampler) sink(p *polled, ps probe.Sample) {
 	s.mu.Unlock()
 }
 
-// check trips an interlock on a good sample outside its limits.
-func (s *sampler) check(smp evidence.Sample) {
+// check trips an interlock on a good sample outside its limits, and on
+// a read sent (at sent) longer than max_silence_s after the channel's
+// last good sample that brought no good value either: a silent safety
+// channel is a trip, and a dead controller looks exactly like a quiet
+// one.
+func (s *sampler) check(smp evidence.Sample, sent time.Time) {
 	ls := s.locks[smp.Channel]
-	if len(ls) == 0 || smp.Quality != probe.Good.String() {
+	if len(ls) == 0 {
 		return
 	}
 	for _, l := range ls {
-		s.mu.Lock()
-		l.lastGood = smp.Time
-		s.mu.Unlock()
 		il := l.il
+		s.mu.Lock()
+		if smp.Quality == probe.Good.String() {
+			l.lastGood = smp.Time
+		}
+		quiet := sent.Sub(l.lastGood)
+		s.mu.Unlock()
+		if smp.Quality != probe.Good.String() {
+			if quiet > seconds(il.MaxSilenceS) {
+				s.silent(l, quiet, "has had no good sample")
+				return
+			}
+			continue
+		}
 		if (il.Min == nil || smp.Value >= *il.Min) && (il.Max == nil || smp.Value <= *il.Max) {
 			continue
 		}
@@ -210,32 +233,51 @@ func (s *sampler) check(smp evidence.Sample) {
 	}
 }
 
-// watchSilence trips an interlock whose channel has had no good sample
-// for longer than its max_silence_s: a dead controller looks exactly
-// like a quiet one.
+// silent trips an interlock whose channel has been silent too long.
+func (s *sampler) silent(l *lock, quiet time.Duration, what string) {
+	il := l.il
+	reason := fmt.Sprintf("interlock %s tripped: %s %s for %s (limit %g s): a silent safety channel is a trip",
+		il.ID, il.Channel, what, quiet.Round(time.Millisecond), il.MaxSilenceS)
+	s.r.append("interlock", s.caseID, map[string]any{"interlock": il.ID, "channel": il.Channel, "silent_s": quiet.Seconds(), "max_silence_s": il.MaxSilenceS})
+	s.r.Abort(results.CauseInterlock, reason, func(a *results.Abort) { a.Interlock, a.Channel = il.ID, il.Channel })
+}
+
+// watchSilence trips an interlock whose device has not answered at all
+// (no read came back, good or bad) for longer than max_silence_s plus
+// the device's timeout and polling period: the runner has lost sight of
+// the channel. A device that answers with errors trips in check, at its
+// first read past the limit.
 func (s *sampler) watchSilence(ctx context.Context, every time.Duration) {
+	scale := max(s.r.cfg.Site.TimeScale, 1)
 	for {
 		if err := s.r.clk.Sleep(ctx, every); err != nil {
 			return
 		}
 		now := s.r.clk.Now()
-		for ch, ls := range s.locks {
+		for _, ls := range s.locks {
 			for _, l := range ls {
+				p := s.devices[l.device]
+				grace := p.period + time.Duration(float64(deviceTimeout(s.r.cfg.Site, l.device))*scale)
 				s.mu.Lock()
-				quiet := now.Sub(l.lastGood)
+				quiet, since := now.Sub(s.lastPoll[l.device]), now.Sub(l.lastGood)
 				s.mu.Unlock()
-				if quiet <= seconds(l.il.MaxSilenceS) {
-					continue
+				if quiet > seconds(l.il.MaxSilenceS)+grace && since > seconds(l.il.MaxSilenceS) {
+					s.silent(l, since, "has had no answer from device "+l.device)
+					return
 				}
-				il := l.il
-				reason := fmt.Sprintf("interlock %s tripped: %s has had no good sample for %s (limit %g s): a silent safety channel is a trip",
-					il.ID, ch, quiet.Round(time.Millisecond), il.MaxSilenceS)
-				s.r.append("interlock", s.caseID, map[string]any{"interlock": il.ID, "channel": ch, "silent_s": quiet.Seconds(), "max_silence_s": il.MaxSilenceS})
-				s.r.Abort(results.CauseInterlock, reason, func(a *results.Abort) { a.Interlock, a.Channel = il.ID, ch })
-				return
 			}
 		}
 	}
+}
+
+// deviceTimeout is how long one request to a device may take.
+func deviceTimeout(site *Site, name string) time.Duration {
+	if site.Binding != nil {
+		if d := site.Binding.Device(name); d != nil && d.Timeout > 0 {
+			return d.Timeout
+		}
+	}
+	return time.Second
 }
 
 // awaitRaised waits until channel's latest good sample is raised (≥ 0.5)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,7 @@ Exit codes: 0 all passed, 2 a test failed, 3 aborted, 1 the tool failed
 
 type runFlags struct {
 	site, out, resume, contracts, fixtures string
+	simConfig                              string
 	defect, accept, operator, signKey      string
 	control, passEnv                       string
 	simulate, verbose                      bool
@@ -99,6 +101,7 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	fs.StringVar(&f.resume, "resume", "", "continue the run in this evidence directory after its last completed case")
 	fs.StringVar(&f.contracts, "contracts", "", "the contract directory the plan was compiled from (default: the binding's, or contracts/examples/<site> with --sim)")
 	fs.StringVar(&f.fixtures, "fixtures", "fixtures", "with --sim: the fixtures directory (sim configs and profiles)")
+	fs.StringVar(&f.simConfig, "sim-config", "", "with --sim: the sim config directory (default FIXTURES/sim/<site>)")
 	fs.StringVar(&f.accept, "accept-risk", "", "energize: accept the risk of energising without an interactive yes")
 	fs.StringVar(&f.operator, "operator", "", "who operates the run (default $USER)")
 	fs.StringVar(&f.signKey, "sign-key", "", "sign the manifest with this SSH private key")
@@ -124,8 +127,8 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 		err = cli.Usagef("give exactly one of --out DIR and --resume DIR")
 	case f.accept != "" && f.accept != "energize":
 		err = cli.Usagef("--accept-risk takes one value, energize (got %q)", f.accept)
-	case !f.simulate && (f.defect != ""):
-		err = cli.Usagef("--defect needs --sim")
+	case !f.simulate && (f.defect != "" || f.simConfig != ""):
+		err = cli.Usagef("--defect and --sim-config need --sim")
 	case f.scale < 0:
 		err = cli.Usagef("--time-scale must be positive")
 	case f.simulate && f.control != "":
@@ -303,6 +306,10 @@ func (e *siteEnv) close() {
 	}
 }
 
+// simStarted, when set (by tests), sees the in-process simulator of the
+// run into dir once its devices serve.
+var simStarted atomic.Pointer[func(dir string, o *sim.Opened)]
+
 // simLead is how far the run's clock may run ahead of the simulation
 // between physics steps.
 const simLead = 50 * time.Millisecond
@@ -335,7 +342,7 @@ func openSim(ctx context.Context, f runFlags, p *plan.Plan, dir string, lookupEn
 		}
 	}
 	secrets := sim.SecretsFrom(lookupEnv)
-	o, diags, err := sim.Open(sim.Paths{Contracts: contracts, Fixtures: f.fixtures}, f.defect, secrets, epoch, log)
+	o, diags, err := sim.Open(sim.Paths{Contracts: contracts, Fixtures: f.fixtures, Config: f.simConfig}, f.defect, secrets, epoch, log)
 	if err == nil && diags.Count(diag.Error) > 0 {
 		err = fmt.Errorf("the simulator's inputs have %d error(s): %s", diags.Count(diag.Error), diags.Sorted()[0].Message)
 	}
@@ -345,6 +352,9 @@ func openSim(ctx context.Context, f runFlags, p *plan.Plan, dir string, lookupEn
 	env := &siteEnv{contracts: o.Paths.Contracts, sim: o}
 	if err := o.Start(); err != nil {
 		return nil, fmt.Errorf("simulated site: %w", err)
+	}
+	if hook := simStarted.Load(); hook != nil {
+		(*hook)(dir, o)
 	}
 	env.closers = append(env.closers, o.Close)
 	// the simulator steps at the time scale in small steps of wall time;

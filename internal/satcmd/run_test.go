@@ -1,0 +1,457 @@
+package satcmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/compile"
+	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/grade"
+	"github.com/seamdc/seam/internal/plan"
+	"github.com/seamdc/seam/internal/results"
+	"github.com/seamdc/seam/internal/runner"
+	"github.com/seamdc/seam/internal/sim"
+	"github.com/seamdc/seam/internal/sim/simconfig"
+)
+
+// End-to-end runs against the simulated site, over real Modbus and SNMP
+// on loopback: the example's SAT and IST plans for module ma (shortened
+// by --max-hold 1s, at a time scale of 40), each defect of the sim
+// config, an interlock trip, kill -9 and resume, and tampering.
+
+const (
+	e2eScale = "40"
+	e2eHold  = time.Second
+)
+
+var (
+	exampleDir  = mustAbs("../../contracts/examples/threemodule")
+	fixturesDir = mustAbs("../../fixtures")
+)
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+var plans sync.Map // level → path of a compiled plan
+
+// examplePlan compiles the example for module ma at level, once.
+func examplePlan(t *testing.T, level string) string {
+	t.Helper()
+	if p, ok := plans.Load(level); ok {
+		return p.(string)
+	}
+	p, _, err := compile.Dir(exampleDir, compile.Options{Level: level, Module: "ma", MaxHold: e2eHold})
+	require.NoError(t, err)
+	require.NotNil(t, p)
+	raw, err := plan.Encode(p)
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "seam-plan-")
+	require.NoError(t, err)
+	path := filepath.Join(dir, level+".json")
+	require.NoError(t, os.WriteFile(path, raw, 0o644))
+	got, _ := plans.LoadOrStore(level, path)
+	return got.(string)
+}
+
+// sat runs sat in process and returns its exit code and output.
+func sat(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := -1
+	if len(args) > 0 && args[0] == "run" {
+		code = runCtx(context.Background(), args[1:], &stdout, &stderr, strings.NewReader(""), os.LookupEnv, &control{interrupt: make(chan struct{}), kill: make(chan struct{})})
+	} else {
+		code = Main(args, &stdout, &stderr)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// simRun runs a plan against the in-process simulated site.
+func simRun(t *testing.T, planPath, out string, extra ...string) (int, *results.Results, string) {
+	t.Helper()
+	args := append([]string{"run", planPath, "--sim", "--contracts", exampleDir, "--fixtures", fixturesDir,
+		"--time-scale", e2eScale, "--out", out}, extra...)
+	code, stdout, stderr := sat(t, args...)
+	res, err := results.Read(filepath.Join(out, evidence.ResultsFile))
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	return code, res, stdout
+}
+
+func outcomes(res *results.Results) map[string]grade.Outcome {
+	out := map[string]grade.Outcome{}
+	for _, c := range res.Cases {
+		out[c.ID] = c.Outcome
+	}
+	return out
+}
+
+func TestSimulatedPlansPass(t *testing.T) {
+	for _, level := range []string{plan.SAT, plan.IST} {
+		t.Run(level, func(t *testing.T) {
+			t.Parallel()
+			p := examplePlan(t, level)
+			out := filepath.Join(t.TempDir(), "ev")
+			code, res, stdout := simRun(t, p, out)
+			require.Equal(t, 0, code, stdout)
+			assert.Equal(t, results.Passed, res.Outcome)
+			for id, o := range outcomes(res) {
+				assert.Equal(t, grade.Pass, o, id)
+			}
+			assert.Equal(t, "simulated", res.Run.Site)
+			assert.Equal(t, 40.0, res.Run.TimeScale)
+			assert.Equal(t, "holds and square-wave runs capped at 1 s (contractc compile --max-hold); site time ran 40× wall time (the simulator's time scale)", res.Run.Shortened)
+			assert.Contains(t, stdout, "evidence: "+out)
+
+			code, vout, _ := sat(t, "verify", out)
+			assert.Equal(t, 0, code, vout)
+			assert.Contains(t, vout, "run: finished (manifest present)")
+			assert.Contains(t, vout, "OK: "+out+" is intact")
+			if level == plan.SAT {
+				tamper(t, out)
+			}
+		})
+	}
+}
+
+// tamper changes bytes of every file of a finished bundle, one at a
+// time, and wants sat verify to fail each time.
+func tamper(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	files := 0
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		orig, err := os.ReadFile(path)
+		require.NoError(t, err)
+		files++
+		// the first and last byte and ten between
+		for k := 0; k <= 11; k++ {
+			i := k * (len(orig) - 1) / 11
+			changed := bytes.Clone(orig)
+			changed[i] ^= 0x01
+			require.NoError(t, os.WriteFile(path, changed, 0o644))
+			code, out, _ := sat(t, "verify", dir)
+			require.Equal(t, 2, code, "changing byte %d of %s went unnoticed:\n%s", i, e.Name(), out)
+			assert.Contains(t, out, "FAILED")
+		}
+		require.NoError(t, os.WriteFile(path, orig, 0o644))
+	}
+	assert.GreaterOrEqual(t, files, 7, "journal, samples, results, manifest, plan, binding, log")
+	code, out, _ := sat(t, "verify", dir)
+	require.Equal(t, 0, code, out)
+}
+
+// Each defect of the sim config makes a module break one clause: the
+// run fails exactly the cases of that clause, with the measured value;
+// a case whose precondition is a failed case is skipped.
+func TestDefectsFailTheirClause(t *testing.T) {
+	cfg := loadSimConfig(t)
+	tests := []struct {
+		defect, level string
+		skipped       []string // cases skipped because a failed one gates them
+	}{
+		{"p1-slow-recovery", plan.SAT, nil},
+		{"p1-pdu-wrong-scale", plan.SAT, []string{"sat.p1-ma.transient.training-frequency"}},
+		{"l1-silent-redundancy", plan.IST, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.defect, func(t *testing.T) {
+			t.Parallel()
+			violates := cfg.Defects[tt.defect].Violates
+			require.NotEmpty(t, violates)
+			out := filepath.Join(t.TempDir(), "ev")
+			code, res, stdout := simRun(t, examplePlan(t, tt.level), out, "--defect", tt.defect)
+			assert.Equal(t, 2, code, stdout)
+			assert.Equal(t, results.Failed, res.Outcome)
+			assert.Equal(t, tt.defect, res.Run.Defect)
+			failed := 0
+			for _, c := range res.Cases {
+				switch {
+				case unquoted(c.Clause.Path) == unquoted(violates):
+					failed++
+					assert.Equal(t, grade.Fail, c.Outcome, "%s violates %s", tt.defect, c.ID)
+					for _, k := range c.Checks {
+						if k.Outcome == grade.Fail {
+							assert.NotEmpty(t, k.Detail)
+							require.NotNil(t, k.Limit, "%s %s", c.ID, k.Check)
+						}
+					}
+				case slices.Contains(tt.skipped, c.ID):
+					assert.Equal(t, grade.Skipped, c.Outcome, c.ID)
+				default:
+					assert.Equal(t, grade.Pass, c.Outcome, "%s should not be affected by %s: %s", c.ID, tt.defect, c.Reason)
+				}
+			}
+			assert.Equal(t, 1, failed, "one case proves %s", violates)
+			code, vout, _ := sat(t, "verify", out)
+			assert.Equal(t, 0, code, vout)
+		})
+	}
+}
+
+// unquoted drops the quotes of a CUE path: the sim config quotes every
+// label, the compiler only those that need it.
+func unquoted(path string) string { return strings.ReplaceAll(path, `"`, "") }
+
+func loadSimConfig(t *testing.T) *simconfig.Config {
+	t.Helper()
+	o, _, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir}, "", sim.Secrets{}, time.Time{}, nil)
+	require.NoError(t, err)
+	return o.Site.Config()
+}
+
+// The simulated loop reads hot once the load warms it: the interlock on
+// the supply temperature trips, and the load bank's applied load (the
+// simulator's own, not a read-back) reaches 0 within one sample period
+// of the interlock channel, plus its device's update period and the
+// command latency, after the reading crossed the limit.
+func TestInterlockTripDropsTheLoad(t *testing.T) {
+	t.Parallel()
+	cfgDir := overheatConfig(t)
+	out := filepath.Join(t.TempDir(), "ev")
+	p := examplePlan(t, plan.SAT)
+	watch := &tripWatch{}
+	hook := func(dir string, o *sim.Opened) {
+		if dir == out {
+			go watch.run(o)
+		}
+	}
+	simStarted.Store(&hook)
+	defer simStarted.Store(nil)
+	code, res, stdout := simRun(t, p, out, "--sim-config", cfgDir, "--defect", "l1-overheat", "--time-scale", "5")
+	watch.stop()
+	require.Equal(t, 3, code, stdout)
+	require.NotNil(t, res.Abort)
+	a := res.Abort
+	assert.Equal(t, results.CauseInterlock, a.Cause)
+	assert.Equal(t, "l1/ma/supply-temp", a.Channel)
+	assert.Greater(t, *a.Value, 36.5)
+	require.NotNil(t, a.ZeroedIn)
+
+	pl, err := plan.Read(p)
+	require.NoError(t, err)
+	var period float64
+	for _, il := range pl.Interlocks {
+		if il.ID == a.Interlock {
+			period = il.MaxPeriodS / 2 // the runner samples at half the plan's longest period
+		}
+	}
+	require.Positive(t, period)
+	crossed, zeroed := watch.result()
+	require.False(t, crossed.IsZero(), "the simulated reading crossed 36.5 degC")
+	require.False(t, zeroed.IsZero(), "the load reached 0")
+	took := zeroed.Sub(crossed)
+	limit := time.Duration((period + 0.1 + 0.1) * float64(time.Second)) // sample period, device update period, command latency
+	t.Logf("interlock: the reading crossed the limit at %s, the load was 0 kW %s later (limit %s; read back after %.3f s)",
+		crossed.Format("15:04:05.000"), took, limit, *a.ZeroedIn)
+	assert.LessOrEqual(t, took, limit)
+	assert.Equal(t, grade.Aborted, outcomes(res)["sat.l1-ma.steady.flow"])
+}
+
+// overheatConfig is the example's sim config with one more defect: the
+// loop's supply-temperature sensor reads 20.5 % high, which crosses the
+// 36.5 degC interlock once the load warms the loop a little.
+func overheatConfig(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(fixturesDir, "sim", "threemodule", "sim.cue"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, filepath.Join(fixturesDir, "sim", "profiles"))
+	require.NoError(t, err)
+	text := strings.Replace(string(src), `profile_dirs: ["../profiles"]`, fmt.Sprintf("profile_dirs: [%q]", rel), 1)
+	defect := `defects: {
+		"l1-overheat": {
+			violates:    #"boundaries."l1-ma".steady."supply-temp""#
+			description: "test only: cdu-l1 reads its supply temperature 20.5 % high"
+			devices: "cdu-l1": points: "supply-temp": factor: 1.205
+		}`
+	text = strings.Replace(text, "defects: {", defect, 1)
+	require.Contains(t, text, "l1-overheat")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sim.cue"), []byte(text), 0o644))
+	return dir
+}
+
+// tripWatch follows the simulation step by step: when the supply
+// temperature as cdu-l1 reports it crossed 36.5 degC, and when lb-ma's
+// applied load reached 0 after that.
+type tripWatch struct {
+	mu              sync.Mutex
+	crossed, zeroed time.Time
+	done            chan struct{}
+	once            sync.Once
+}
+
+func (w *tripWatch) run(o *sim.Opened) {
+	w.mu.Lock()
+	w.done = make(chan struct{})
+	done := w.done
+	w.mu.Unlock()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		var temp, applied float64
+		now := o.Site.Now()
+		o.Site.Locked(func() {
+			temp, _ = o.Site.Element("l1/loop").Signal("supply-temp")
+			applied = o.Site.LoadBank("lb-ma").Applied()
+		})
+		if !o.Site.Now().Equal(now) {
+			continue // a step ran in between: read again
+		}
+		w.mu.Lock()
+		if w.crossed.IsZero() && temp*1.205 > 36.5 {
+			w.crossed = now
+		}
+		if !w.crossed.IsZero() && w.zeroed.IsZero() && applied == 0 {
+			w.zeroed = now
+		}
+		w.mu.Unlock()
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func (w *tripWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done != nil {
+		w.once.Do(func() { close(w.done) })
+	}
+}
+
+func (w *tripWatch) result() (time.Time, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.crossed, w.zeroed
+}
+
+// The l1-overshoot defect (900 s valve actuators) is meant to break the
+// training-heat transient. The shortened plan climbs to full load in
+// seconds rather than over five 300 s settles, and the slow valves let
+// the supply temperature run past its interlock in the first liquid
+// case: the run stops there, safely, before the transient.
+func TestOvershootDefectTripsTheInterlock(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "ev")
+	code, res, stdout := simRun(t, examplePlan(t, plan.SAT), out, "--defect", "l1-overshoot")
+	require.Equal(t, 3, code, stdout)
+	require.NotNil(t, res.Abort)
+	assert.Equal(t, results.CauseInterlock, res.Abort.Cause)
+	assert.Equal(t, "l1-ma-supply-temp", res.Abort.Interlock)
+	assert.Greater(t, *res.Abort.Value, 36.5)
+	assert.Equal(t, grade.Aborted, outcomes(res)["sat.l1-ma.steady.flow"])
+	assert.Equal(t, grade.Skipped, outcomes(res)["sat.l1-ma.transient.training-heat"])
+}
+
+// kill -9 of the runner: the load bank's watchdog drops the load, the
+// bundle verifies up to the kill, and --resume finishes the run.
+func TestKillNineThenResume(t *testing.T) {
+	t.Parallel()
+	bin := buildSat(t)
+	o, url, bind := serveSimHere(t, 40)
+	p := examplePlan(t, plan.SAT)
+	out := filepath.Join(t.TempDir(), "ev")
+	args := []string{"--site", bind, "--sim-control", url, "--time-scale", "40", "--accept-risk=energize"}
+	env := append(os.Environ(), "SEAM_SNMP_COMMUNITY=public", "SEAM_SNMP_AUTH=seam-sim-auth", "SEAM_SNMP_PRIV=seam-sim-priv")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, append([]string{"run", p, "--out", out}, args...)...)
+	cmd.Env, cmd.Stderr = env, &stderr
+	require.NoError(t, cmd.Start())
+	applied := func() float64 {
+		v, err := o.Site.Signal("lb-ma", "applied")
+		require.NoError(t, err)
+		return v
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for applied() < 1000 {
+		require.True(t, time.Now().Before(deadline), "the run never loaded lb-ma: %s", stderr.String())
+		time.Sleep(2 * time.Millisecond)
+	}
+	killedAt := o.Site.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	load := applied()
+	for applied() > 0 {
+		require.True(t, time.Now().Before(deadline), "the load bank kept %.0f kW after the runner died", applied())
+		time.Sleep(time.Millisecond)
+	}
+	dropped := o.Site.Now().Sub(killedAt)
+	fault, err := o.Site.Signal("lb-ma", "fault")
+	require.NoError(t, err)
+	assert.Equal(t, float64(sim.FaultComms), fault, "the watchdog dropped it (H2 communication)")
+	// the watchdog is 3 s of heartbeat silence; the runner beats every 1 s
+	t.Logf("kill -9 at %.0f kW: the watchdog dropped the load %s (site time) after the kill", load, dropped)
+	assert.LessOrEqual(t, dropped, 4*time.Second+200*time.Millisecond)
+
+	code, vout, _ := sat(t, "verify", out)
+	require.Equal(t, 0, code, vout)
+	assert.Contains(t, vout, "run: not finished (no manifest): verified up to its last checkpoint")
+
+	resume := exec.Command(bin, append([]string{"run", "--resume", out}, args...)...)
+	resume.Env = env
+	rout, err := resume.CombinedOutput()
+	require.NoError(t, err, "%s", rout)
+	assert.Contains(t, string(rout), "passed: 9 passed, 0 failed, 0 errors, 0 aborted, 0 skipped")
+	res, err := results.Read(filepath.Join(out, evidence.ResultsFile))
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Run.Resumes)
+	code, vout, _ = sat(t, "verify", out)
+	require.Equal(t, 0, code, vout)
+	assert.Contains(t, vout, "run: finished (manifest present)")
+}
+
+// buildSat builds the sat binary into a temporary directory.
+func buildSat(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sat")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/sat")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// serveSimHere runs the simulated site in this process, as sat sim does:
+// devices on loopback, the control interface, the binding written to a
+// directory it returns.
+func serveSimHere(t *testing.T, scale float64) (*sim.Opened, string, string) {
+	t.Helper()
+	o, diags, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }), time.Time{}, nil)
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	require.NoError(t, o.Start())
+	t.Cleanup(o.Close)
+	cs, err := o.ServeControl("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = o.Site.Run(ctx, runner.NewScaled(o.Site.Now(), scale), 1) }()
+	t.Cleanup(func() { cancel(); <-done })
+	dir := t.TempDir()
+	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, sim.EnvRefs)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "binding.cue"), binding.Marshal(b, "binding"), 0o644))
+	return o, cs.URL(), dir
+}
