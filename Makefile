@@ -2,6 +2,10 @@
 GO ?= go
 EXAMPLE := contracts/examples/threemodule
 OUT ?= out
+# make demo: shortened holds and a faster simulated site keep it to a
+# few minutes
+DEMO_HOLD ?= 5s
+DEMO_SCALE ?= 30
 
 .PHONY: build test demo bench lint fmt clean
 
@@ -19,6 +23,20 @@ demo: build
 	@echo
 	@echo "== contractc budget $(EXAMPLE)"
 	./bin/contractc budget $(EXAMPLE)
+	@# the example's SAT and IST plans against the simulated site: holds
+	@# capped at $(DEMO_HOLD) and site time $(DEMO_SCALE)× wall time (the
+	@# evidence records both)
+	@mkdir -p $(OUT)/plans $(OUT)/evidence
+	@for level in sat ist; do \
+	  echo; echo "== contractc compile $(EXAMPLE) --level $$level --max-hold $(DEMO_HOLD)"; \
+	  ./bin/contractc compile $(EXAMPLE) --level $$level --max-hold $(DEMO_HOLD) -o $(OUT)/plans/$$level.json || exit $$?; \
+	  rm -rf $(OUT)/evidence/$$level; \
+	  echo; echo "== sat run $(OUT)/plans/$$level.json --sim --time-scale $(DEMO_SCALE) --out $(OUT)/evidence/$$level"; \
+	  ./bin/sat run $(OUT)/plans/$$level.json --sim --time-scale $(DEMO_SCALE) --out $(OUT)/evidence/$$level || exit $$?; \
+	  echo; echo "== sat verify $(OUT)/evidence/$$level"; \
+	  ./bin/sat verify $(OUT)/evidence/$$level || exit $$?; \
+	done
+	@echo; echo "evidence bundles: $(OUT)/evidence/sat $(OUT)/evidence/ist"
 	@# keep last: report on every evidence bundle the steps above wrote
 	@for d in $(OUT)/evidence/*/; do \
 	  [ -f "$$d/results.json" ] || continue; \
