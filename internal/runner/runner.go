@@ -123,9 +123,14 @@ func (r *Runner) Run(ctx context.Context) (*results.Results, error) {
 	defer r.prog.stop()
 	hbCtx, stopBeats := context.WithCancel(context.Background())
 	beats := r.startHeartbeats(hbCtx)
-	defer func() { stopBeats(); beats.Wait() }()
+	beats.Add(1)
+	go func() { defer beats.Done(); r.syncEverySecond(hbCtx) }()
+	// the heartbeats live until every bank is zeroed
+	halt := func() { stopBeats(); beats.Wait() }
+	defer halt()
 
 	if err := r.energise(ctx); err != nil {
+		halt()
 		return r.stopped(err)
 	}
 	for i, c := range r.cfg.Plan.Cases {
@@ -140,7 +145,19 @@ func (r *Runner) Run(ctx context.Context) (*results.Results, error) {
 	if !r.isAborted() {
 		r.zeroAll("the run ended")
 	}
+	r.waitZeroed()
+	halt()
 	return r.finish()
+}
+
+// waitZeroed waits for an abort's zeroing and its records.
+func (r *Runner) waitZeroed() {
+	r.mu.Lock()
+	aborted := r.abortInfo != nil
+	r.mu.Unlock()
+	if aborted {
+		<-r.zeroed
+	}
 }
 
 // energise preflights, asks for risk acceptance and prepares the banks.
@@ -177,16 +194,13 @@ func (r *Runner) stopped(cause error) (*results.Results, error) {
 func (r *Runner) finish() (*results.Results, error) {
 	now := r.clk.Now().UTC()
 	r.res.Run.Ended = &now
+	r.waitZeroed()
 	r.mu.Lock()
-	aborted := r.abortInfo != nil
-	r.mu.Unlock()
-	if aborted {
-		<-r.zeroed // the abort record and the read-backs are written
-		r.mu.Lock()
+	if r.abortInfo != nil {
 		a := *r.abortInfo
 		r.res.Abort = &a
-		r.mu.Unlock()
 	}
+	r.mu.Unlock()
 	r.fillNotRun("not run: the run was aborted")
 	r.res.Summarize()
 	if err := r.writeResults(); err != nil {
@@ -238,6 +252,20 @@ func ExitCode(res *results.Results) int {
 		return 3
 	}
 	return 1
+}
+
+// syncEverySecond syncs the bundle every second of site time, so that a
+// record written before a long quiet wait (an operator's prompt) is
+// durable within a second too.
+func (r *Runner) syncEverySecond(ctx context.Context) {
+	for {
+		if err := r.clk.Sleep(ctx, evidence.SyncEvery); err != nil {
+			return
+		}
+		if err := r.b.Sync(); err != nil {
+			r.log.Error("evidence: sync", "err", err)
+		}
+	}
 }
 
 func (r *Runner) append(kind, caseID string, data any) {

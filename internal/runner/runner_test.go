@@ -2,6 +2,9 @@ package runner
 
 import (
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -378,4 +381,27 @@ func testLostHeartbeat(t *testing.T) {
 	assert.Equal(t, results.CauseFatal, res.Abort.Cause)
 	assert.Contains(t, res.Abort.Reason, "lost the heartbeat to load bank lb-ma (3 writes in a row failed")
 	assert.Len(t, g.records("heartbeat"), 3)
+}
+
+// While an operator takes minutes over a prompt nothing else is
+// written, but what was written is on disk within a second.
+func TestJournalSyncedDuringLongPrompts(t *testing.T) { synctest.Test(t, testSyncedDuringPrompt) }
+
+func testSyncedDuringPrompt(t *testing.T) {
+	g := newRig(t)
+	g.site.Faults, g.site.Kind = nil, Bound
+	in, feed := io.Pipe()
+	g.op = &Terminal{Name: "jo", In: in, Out: io.Discard, Clock: g.clk}
+	go feed.Write([]byte("yes\n")) // the risk
+	var onDisk string
+	time.AfterFunc(2*time.Minute, func() {
+		raw, err := os.ReadFile(filepath.Join(g.dir, evidence.JournalFile))
+		require.NoError(t, err)
+		onDisk = string(raw)
+		g.r.Interrupt()
+	})
+	_, err := g.run(g.config())
+	require.NoError(t, err)
+	feed.Close()
+	assert.Contains(t, onDisk, `"kind":"case_start","case":"sat.p1-ma.steady.voltage"`, "the record before the prompt is on disk")
 }

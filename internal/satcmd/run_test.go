@@ -3,6 +3,9 @@ package satcmd
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/compile"
@@ -110,7 +114,15 @@ func TestSimulatedPlansPass(t *testing.T) {
 			t.Parallel()
 			p := examplePlan(t, level)
 			out := filepath.Join(t.TempDir(), "ev")
-			code, res, stdout := simRun(t, p, out)
+			var extra []string
+			var trusted, other string
+			if level == plan.IST {
+				var key string
+				key, trusted = sshKey(t)
+				_, other = sshKey(t)
+				extra = []string{"--sign-key", key}
+			}
+			code, res, stdout := simRun(t, p, out, extra...)
 			require.Equal(t, 0, code, stdout)
 			assert.Equal(t, results.Passed, res.Outcome)
 			for id, o := range outcomes(res) {
@@ -127,9 +139,34 @@ func TestSimulatedPlansPass(t *testing.T) {
 			assert.Contains(t, vout, "OK: "+out+" is intact")
 			if level == plan.SAT {
 				tamper(t, out)
+				return
 			}
+			code, vout, _ = sat(t, "verify", out, "--trust", trusted)
+			assert.Equal(t, 0, code, vout)
+			assert.Contains(t, vout, "signature: manifest signed by SHA256:")
+			code, vout, _ = sat(t, "verify", out, "--trust", other)
+			assert.Equal(t, 2, code, vout)
+			assert.Contains(t, vout, "which is not among the trusted keys")
 		})
 	}
+}
+
+// sshKey writes a new ed25519 key and returns the private key's path
+// and a file holding its public key.
+func sshKey(t *testing.T) (string, string) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "id_ed25519")
+	require.NoError(t, os.WriteFile(key, pem.EncodeToMemory(block), 0o600))
+	sp, err := ssh.NewPublicKey(pub)
+	require.NoError(t, err)
+	trust := filepath.Join(dir, "trusted")
+	require.NoError(t, os.WriteFile(trust, ssh.MarshalAuthorizedKey(sp), 0o644))
+	return key, trust
 }
 
 // tamper changes bytes of every file of a finished bundle, one at a
