@@ -193,7 +193,13 @@ func (b *Bank) Read(ctx context.Context) (Status, error) {
 			st.Word = int(r.Raw)
 		}
 	}
-	return st, errors.Join(errs...)
+	switch len(errs) {
+	case 0:
+		return st, nil
+	case 1:
+		return st, errs[0]
+	}
+	return st, fmt.Errorf("%w (and %d more of its roles)", errs[0], len(errs)-1)
 }
 
 // Idle checks the bank is ready for a case: 0 kW applied, in remote

@@ -61,8 +61,9 @@ func mergeID(m map[string]any, k, v string) map[string]any {
 }
 
 // heartbeatFailures is how many heartbeat writes in a row may fail
-// before the run aborts: by then the bank's watchdog is about to drop
-// the load on its own.
+// before the run aborts, once anything is energised: by then the bank's
+// watchdog is about to drop the load on its own. Before that, preflight
+// reports an unreachable bank.
 const heartbeatFailures = 3
 
 // startHeartbeats feeds every bank's watchdog until ctx is done.
@@ -76,7 +77,7 @@ func (r *Runner) startHeartbeats(ctx context.Context) *sync.WaitGroup {
 			b.Heartbeat(ctx, r.cfg.Heartbeat, func(err error, n int) {
 				r.log.Warn("heartbeat write failed", "load_bank", id, "in_a_row", n, "err", err)
 				r.append("heartbeat", "", map[string]any{"load_bank": id, "in_a_row": n, "error": err.Error()})
-				if n == heartbeatFailures {
+				if n == heartbeatFailures && r.energised.Load() {
 					r.Abort(results.CauseFatal, fmt.Sprintf("lost the heartbeat to load bank %s (%d writes in a row failed: %v); its watchdog will drop the load", id, n, err), nil)
 				}
 			})

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -61,6 +62,8 @@ type Runner struct {
 	res   *results.Results
 	prog  *progress
 	index map[string]int // case id → index in res.Cases
+
+	energised atomic.Bool // the risk was accepted and the banks are being prepared
 
 	mu        sync.Mutex
 	current   string // the case running
@@ -168,6 +171,7 @@ func (r *Runner) energise(ctx context.Context) error {
 	if err := r.acceptRisk(ctx); err != nil {
 		return fmt.Errorf("%w: %v", ErrPreflight, err)
 	}
+	r.energised.Store(true) // from here on, the banks may carry load
 	if err := r.prepareBanks(ctx); err != nil {
 		r.Abort(results.CauseFatal, err.Error(), nil)
 		return nil
@@ -178,7 +182,7 @@ func (r *Runner) energise(ctx context.Context) error {
 // stopped ends a run that never energised: results with every case not
 // run, the bundle synced and left resumable.
 func (r *Runner) stopped(cause error) (*results.Results, error) {
-	r.log.Error("run stopped before energising", "err", cause)
+	r.log.Info("run stopped before energising", "err", cause)
 	r.append("stopped", "", map[string]string{"reason": cause.Error()})
 	r.fillNotRun("not run: the run stopped before energising")
 	r.res.Summarize()

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
@@ -74,6 +75,39 @@ func examplePlan(t *testing.T, level string) string {
 	require.NoError(t, os.WriteFile(path, raw, 0o644))
 	got, _ := plans.LoadOrStore(level, path)
 	return got.(string)
+}
+
+// TestRunScripts runs sat run and sat verify on real files
+// (testdata/run/*.txtar), in process. Commands:
+//
+//	sat ARGS...               run sat
+//	plan LEVEL MODULE FILE    compile the example (--max-hold 5s)
+//	edit FILE OLD NEW         replace the first OLD with NEW in FILE
+func TestRunScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/run",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("EXAMPLE", exampleDir)
+			env.Setenv("FIXTURES", fixturesDir)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"sat":  cmdSatInProcess,
+			"plan": cmdPlan,
+			"edit": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 3 {
+					ts.Fatalf("usage: edit FILE OLD NEW")
+				}
+				path := ts.MkAbs(args[0])
+				raw, err := os.ReadFile(path)
+				ts.Check(err)
+				if !bytes.Contains(raw, []byte(args[1])) {
+					ts.Fatalf("%s has no %q", args[0], args[1])
+				}
+				ts.Check(os.WriteFile(path, bytes.Replace(raw, []byte(args[1]), []byte(args[2]), 1), 0o644))
+			},
+		},
+	})
 }
 
 // sat runs sat in process and returns its exit code and output.
