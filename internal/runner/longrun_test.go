@@ -81,7 +81,7 @@ func TestHourAtHundredChannelsKeepsMemoryFlat(t *testing.T) {
 		<-done
 		require.NoError(t, err)
 		assert.Equal(t, results.Passed, res.Outcome, "%+v", res.Cases[0].Reason)
-		assert.Equal(t, 36001, res.Cases[0].Checks[0].Samples, "10 Hz for an hour, both ends")
+		assert.InDelta(t, 36001, res.Cases[0].Checks[0].Samples, 1, "10 Hz for an hour (the sample at the very end may land either side of it)")
 
 		mu.Lock()
 		defer mu.Unlock()
