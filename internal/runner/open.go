@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -101,6 +102,11 @@ func (r *Runner) resume(digest string) error {
 	if got := Digest(old); got != digest {
 		return fmt.Errorf("cannot resume %s: it ran plan %s, not this plan (%s): resume with the same plan", r.cfg.Dir, got, digest)
 	}
+	if first, err := firstRunStart(r.cfg.Dir); err != nil {
+		return fmt.Errorf("cannot resume %s: %w", r.cfg.Dir, err)
+	} else if err := r.sameSite(first); err != nil {
+		return fmt.Errorf("cannot resume %s: %w", r.cfg.Dir, err)
+	}
 	b, st, err := evidence.Resume(r.cfg.Dir, r.clk)
 	if err != nil {
 		return err
@@ -112,9 +118,7 @@ func (r *Runner) resume(digest string) error {
 		case evidence.KindResume:
 			r.res.Run.Resumes++
 		case "run_start":
-			var rs struct {
-				Resumed bool `json:"resumed"`
-			}
+			var rs runStart
 			if json.Unmarshal(rec.Data, &rs) == nil && !rs.Resumed {
 				r.res.Run.Started = rec.Time
 			}
@@ -131,6 +135,40 @@ func (r *Runner) resume(digest string) error {
 			r.res.Cases[i] = ce.Result
 			r.outcomes[rec.Case] = ce.Result.Outcome
 		}
+	}
+	return nil
+}
+
+// firstRunStart reads the run_start record the bundle began with.
+func firstRunStart(dir string) (runStart, error) {
+	f, err := os.Open(filepath.Join(dir, evidence.JournalFile))
+	if err != nil {
+		return runStart{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var rec evidence.Record
+		var rs runStart
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Kind == "run_start" && json.Unmarshal(rec.Data, &rs) == nil {
+			return rs, nil
+		}
+	}
+	return runStart{}, fmt.Errorf("%s has no run_start record", evidence.JournalFile)
+}
+
+// sameSite refuses to resume a run on another site than it started on:
+// a simulated run against a real site, another defect, another binding.
+func (r *Runner) sameSite(first runStart) error {
+	site := r.cfg.Site
+	switch {
+	case first.Site != site.Kind:
+		return fmt.Errorf("it started on a %s site, this is a %s one", first.Site, site.Kind)
+	case first.Defect != site.Defect:
+		return fmt.Errorf("it started with defect %q, this run has %q", first.Defect, site.Defect)
+	case site.Kind == Bound && first.Binding != site.BindingDigest:
+		return fmt.Errorf("it started with binding %s, this one is %s", short(first.Binding), short(site.BindingDigest))
 	}
 	return nil
 }

@@ -405,3 +405,22 @@ func testSyncedDuringPrompt(t *testing.T) {
 	feed.Close()
 	assert.Contains(t, onDisk, `"kind":"case_start","case":"sat.p1-ma.steady.voltage"`, "the record before the prompt is on disk")
 }
+
+// A run resumes only on the site it started on.
+func TestResumeRefusesAnotherSite(t *testing.T) { synctest.Test(t, testResumeOtherSite) }
+
+func testResumeOtherSite(t *testing.T) {
+	g := newRig(t)
+	time.AfterFunc(10*time.Second, func() { g.r.Interrupt() })
+	_, err := g.run(g.config())
+	require.NoError(t, err)
+	cfg := g.config()
+	cfg.Resume = true
+	g.site.Defect = "p1-slow-recovery"
+	_, err = g.run(cfg)
+	assert.ErrorContains(t, err, `it started with defect "", this run has "p1-slow-recovery"`)
+	g.site.Defect, g.site.Kind = "", Bound
+	_, err = g.run(cfg)
+	assert.ErrorContains(t, err, "it started on a simulated site, this is a binding one")
+	assert.Empty(t, g.records("resume"), "the bundle was not touched")
+}

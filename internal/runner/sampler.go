@@ -172,8 +172,8 @@ func (s *sampler) sink(p *polled, ps probe.Sample) {
 		if !ok || rd.Received.IsZero() {
 			smp.Time, smp.Value, smp.Quality = ps.Done, 0, probe.Bad.String()
 		}
-		if smp.Quality != probe.Good.String() {
-			smp.Value = 0
+		if smp.Quality == probe.Bad.String() {
+			smp.Value = 0 // no value was read; a stale one keeps what the device said
 		}
 		s.check(smp, ps.Started)
 		out = append(out, smp)

@@ -118,12 +118,12 @@ func openSim(f runFlags, p *plan.Plan, dir string, lookupEnv func(string) (strin
 	env.closers = append(env.closers, o.Close)
 	// the simulator steps at the time scale in small steps of wall time;
 	// the run's site time is the simulation's: it waits for the
-	// simulator when it lags
-	drive := runner.NewScaled(o.Site.Now(), f.scale)
+	// simulator when that lags, and the simulator waits for the run's
+	// goroutines when they are late
+	clk := runner.NewSimClock(o.Site, f.scale, simLead)
 	simCtx, stopSim := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = o.Site.Run(simCtx, drive, 1) }()
-	clk := runner.NewSimClock(o.Site, f.scale, simLead)
+	go func() { defer close(done); _ = o.Site.Run(simCtx, clk.Pace(), 1) }()
 	env.simClock = clk
 	env.closers = append(env.closers, func() { stopSim(); <-done })
 	env.clk = clk
