@@ -58,7 +58,7 @@ func (Simulator) Who() string { return "simulator" }
 
 // AcceptRisk accepts: --sim implies it.
 func (Simulator) AcceptRisk(context.Context, string) (string, error) {
-	return "implied by --sim (the simulated site)", nil
+	return "implied: the site is simulated", nil
 }
 
 // Confirm confirms at once.

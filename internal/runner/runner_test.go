@@ -141,11 +141,13 @@ func testSilentTrips(t *testing.T) {
 	time.AfterFunc(30*time.Second, func() {
 		g.w.mu.Lock()
 		g.w.silent["pdu-p1"] = true
-		g.w.mu.Unlock()
 		silencedAt = time.Now()
+		g.w.mu.Unlock()
 	})
 	res, err := g.run(g.config())
 	require.NoError(t, err)
+	g.w.mu.Lock()
+	defer g.w.mu.Unlock()
 	require.NotNil(t, res.Abort)
 	a := res.Abort
 	assert.Equal(t, results.CauseInterlock, a.Cause)
@@ -175,11 +177,13 @@ func testHungTrips(t *testing.T) {
 	time.AfterFunc(30*time.Second, func() {
 		g.w.mu.Lock()
 		g.w.hung["pdu-p1"] = true
-		g.w.mu.Unlock()
 		hungAt = time.Now()
+		g.w.mu.Unlock()
 	})
 	res, err := g.run(g.config())
 	require.NoError(t, err)
+	g.w.mu.Lock()
+	defer g.w.mu.Unlock()
 	require.NotNil(t, res.Abort)
 	a := res.Abort
 	assert.Equal(t, results.CauseInterlock, a.Cause)
