@@ -69,8 +69,18 @@ type Binding struct {
 	Devices     []*Device   // sorted by name
 	Channels    []*Channel  // sorted by name
 	LoadBanks   []*LoadBank // sorted by name
+	// Simulator is the simulator in another process that serves the
+	// devices (sat sim), or nil for a real site.
+	Simulator *Simulator
 
 	channelsPos, loadbanksPos diag.Pos
+}
+
+// Simulator is a simulated site served by another process.
+type Simulator struct {
+	Control   string  // the control interface's URL
+	TimeScale float64 // sim seconds per wall second
+	Pos       diag.Pos
 }
 
 // Device is one device on site.

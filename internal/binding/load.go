@@ -80,7 +80,7 @@ type decoder struct {
 	diags diag.List
 }
 
-var topFields = map[string]bool{"profiles": true, "contracts": true, "devices": true, "channels": true, "loadbanks": true}
+var topFields = map[string]bool{"profiles": true, "contracts": true, "devices": true, "channels": true, "loadbanks": true, "simulator": true}
 
 func (d *decoder) topLevel() {
 	it, err := d.r.Value.Fields()
@@ -90,7 +90,7 @@ func (d *decoder) topLevel() {
 	for it.Next() {
 		if l := it.Selector().Unquoted(); !topFields[l] {
 			d.diags.Errorf(cueload.RuleNotAllowed, d.r.UserPos(it.Value()), l, "unknown top-level field %q", l).Hint =
-				"a binding has profiles, contracts, devices, channels and loadbanks"
+				"a binding has profiles, contracts, devices, channels, loadbanks and, from sat sim, simulator"
 		}
 	}
 }
@@ -98,7 +98,7 @@ func (d *decoder) topLevel() {
 // units lists the parts validated on their own, so that one error never
 // hides another.
 func (d *decoder) units() []cue.Path {
-	paths := []cue.Path{cue.ParsePath("profiles"), cue.ParsePath("contracts")}
+	paths := []cue.Path{cue.ParsePath("profiles"), cue.ParsePath("contracts"), cue.ParsePath("simulator")}
 	for _, group := range []string{"devices", "channels", "loadbanks"} {
 		for _, l := range cueload.Labels(d.r.Value.LookupPath(cue.ParsePath(group))) {
 			paths = append(paths, cue.MakePath(cue.Str(group), cue.Str(l)))
@@ -156,6 +156,10 @@ func (d *decoder) decode() *Binding {
 			}
 		}
 		b.LoadBanks = append(b.LoadBanks, lb)
+	}
+	if sv := at(v, "simulator"); sv.Exists() {
+		k, _ := at(sv, "time_scale").Float64()
+		b.Simulator = &Simulator{Control: str(sv, "control"), TimeScale: k, Pos: d.r.UserPos(sv)}
 	}
 	return b
 }

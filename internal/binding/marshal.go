@@ -42,6 +42,9 @@ func Marshal(b *Binding, pkg string) []byte {
 		}
 		w.WriteString("}\n")
 	}
+	if sm := b.Simulator; sm != nil {
+		fmt.Fprintf(&w, "\nsimulator: {control: %s, time_scale: %s}\n", strconv.Quote(sm.Control), strconv.FormatFloat(sm.TimeScale, 'g', -1, 64))
+	}
 	if len(b.LoadBanks) > 0 {
 		w.WriteString("\nloadbanks: {\n")
 		for _, lb := range b.LoadBanks {

@@ -1,5 +1,10 @@
 // Package clock is the time source for every wait, ramp, poll and
-// timeout in seam, so that tests drive time exactly instead of sleeping.
+// timeout in seam, so that tests drive time exactly instead of sleeping:
+// the wall clock (Real), a clock tests advance by hand (Fake), and the
+// simulated site's own time (Lockstep), which moves only when every
+// goroutine of the run waits for it. Goroutines that wait on a clock are
+// started with Go or a Group, and wait for one another with a Cond, so
+// that the same code runs on all three.
 package clock
 
 import (
@@ -12,8 +17,6 @@ import (
 // Clock tells time and waits.
 type Clock interface {
 	Now() time.Time
-	// After delivers the time on the channel once d has passed.
-	After(d time.Duration) <-chan time.Time
 	// Sleep waits for d or until ctx is done.
 	Sleep(ctx context.Context, d time.Duration) error
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/probe"
+	"github.com/seamdc/seam/internal/profile"
 )
 
 // Options tune a bank's control.
@@ -58,11 +59,66 @@ type Bank struct {
 	opt   Options
 	log   *slog.Logger
 
-	cmd      sync.Mutex // one setpoint program at a time
-	mu       sync.Mutex // held across every setpoint write
-	setpoint float64    // last written
-	halted   bool       // Zero or ZeroNow ran: programs may not write
+	// both are held across waits on the clock (a write waits for the
+	// device's minimum gap), so they are clock.Mutexes
+	cmd      *clock.Mutex // one setpoint program at a time
+	mu       *clock.Mutex // held across every setpoint write
+	setpoint float64      // last written
+	halted   bool         // Zero or ZeroNow ran: programs may not write
 	beat     uint16
+
+	beats beatLog
+}
+
+// beatLog remembers the last heartbeats: when each was due and when it
+// was written, so that a watchdog trip can say how late they were.
+type beatLog struct {
+	mu   sync.Mutex
+	due  time.Time // the next beat's schedule; zero: none running
+	last []beatAt  // the most recent, oldest first
+}
+
+type beatAt struct{ due, sent time.Time }
+
+const beatsKept = 32
+
+func (l *beatLog) add(due, sent, next time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = append(l.last, beatAt{due, sent})
+	if len(l.last) > beatsKept {
+		l.last = l.last[1:]
+	}
+	l.due = next
+}
+
+// HeartbeatLate is how late, at most, the heartbeats due since since
+// were written, counting one still not written at now.
+func (b *Bank) HeartbeatLate(since, now time.Time) time.Duration {
+	l := &b.beats
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	late := time.Duration(0)
+	for _, bt := range l.last {
+		if !bt.due.Before(since) {
+			late = max(late, bt.sent.Sub(bt.due))
+		}
+	}
+	if !l.due.IsZero() && now.After(l.due) {
+		late = max(late, now.Sub(l.due))
+	}
+	return late
+}
+
+// Watchdog is the bank's heartbeat watchdog as its profile declares it,
+// or nil.
+func (b *Bank) Watchdog() *profile.Watchdog { return b.dev.Profile().Watchdog }
+
+// Tripped reports whether st is the bank's watchdog trip: the fault code
+// its profile gives the watchdog.
+func (b *Bank) Tripped(st Status) bool {
+	w := b.Watchdog()
+	return w != nil && st.Fault == w.Fault
 }
 
 // ErrHalted is returned by a program that tries to write after Zero.
@@ -107,7 +163,7 @@ func New(spec plan.LoadBank, lb *binding.LoadBank, dev probe.Device, opt Options
 			roles[role] = role
 		}
 	}
-	return &Bank{ID: spec.ID, spec: spec, dev: dev, roles: roles, opt: opt,
+	return &Bank{ID: spec.ID, spec: spec, dev: dev, roles: roles, opt: opt, cmd: clock.NewMutex(opt.Clock), mu: clock.NewMutex(opt.Clock),
 		log: opt.Log.With("load_bank", spec.ID, "device", dev.Name())}, nil
 }
 
@@ -158,6 +214,12 @@ func (b *Bank) Read(ctx context.Context) (Status, error) {
 	if ctx.Err() != nil {
 		return Status{}, ctx.Err()
 	}
+	return b.StatusOf(rs, err)
+}
+
+// StatusOf is the status in one read of the bank's device (its readings
+// and the read's error), as Read gives it.
+func (b *Bank) StatusOf(rs []probe.Reading, err error) (Status, error) {
 	byPoint := map[string]probe.Reading{}
 	for _, r := range rs {
 		byPoint[r.Point] = r
@@ -201,6 +263,10 @@ func (b *Bank) Read(ctx context.Context) (Status, error) {
 	}
 	return st, fmt.Errorf("%w (and %d more of its roles)", errs[0], len(errs)-1)
 }
+
+// AtZero reports whether st shows no load applied, within the bank's
+// read-back tolerance.
+func (b *Bank) AtZero(st Status) bool { return st.AppliedKW <= b.tolerance(0) }
 
 // Idle checks the bank is ready for a case: 0 kW applied, in remote
 // control, no fault.

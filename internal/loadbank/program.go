@@ -230,20 +230,23 @@ func (b *Bank) Heartbeat(ctx context.Context, period time.Duration, onErr func(e
 		if err := b.sleepUntil(ctx, next); err != nil {
 			return
 		}
-		if err := b.Beat(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
+		due, sent := next, b.opt.Clock.Now()
+		err := b.Beat(ctx)
+		next = next.Add(period)
+		if now := b.opt.Clock.Now(); now.After(next) {
+			next = now
+		}
+		switch {
+		case err == nil:
+			fails = 0
+			b.beats.add(due, sent, next)
+		case ctx.Err() != nil:
+			return
+		default:
 			fails++
 			if onErr != nil {
 				onErr(err, fails)
 			}
-		} else {
-			fails = 0
-		}
-		next = next.Add(period)
-		if now := b.opt.Clock.Now(); now.After(next) {
-			next = now
 		}
 	}
 }

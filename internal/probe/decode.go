@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,14 +60,23 @@ func (b *base) indices(points []*profile.Point) []int {
 }
 
 // gap waits until the device's minimum gap since the last request has
-// passed. Called with the device's lock held.
-func (b *base) gap(ctx context.Context) error {
+// passed. Called with the device's lock held; it lets go of the lock
+// while it waits, so that no lock is held across a wait on the clock
+// (the turns of a clock.Lockstep would deadlock on it), and checks
+// again once it has the lock back: another request may have gone first.
+func (b *base) gap(ctx context.Context, held sync.Locker) error {
 	min := b.dev.Profile.Limits.MinGap
-	if min <= 0 || b.lastSent.IsZero() {
-		return ctx.Err()
-	}
-	if wait := b.lastSent.Add(min).Sub(b.opts.Clock.Now()); wait > 0 {
-		return b.opts.Clock.Sleep(ctx, wait)
+	for min > 0 && !b.lastSent.IsZero() {
+		wait := b.lastSent.Add(min).Sub(b.opts.Clock.Now())
+		if wait <= 0 {
+			break
+		}
+		held.Unlock()
+		err := b.opts.Clock.Sleep(ctx, wait)
+		held.Lock()
+		if err != nil {
+			return err
+		}
 	}
 	return ctx.Err()
 }

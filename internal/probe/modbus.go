@@ -108,7 +108,7 @@ func (d *modbusDevice) drop(err error) {
 // timeout, is retried once on a fresh connection when retry is set.
 func (d *modbusDevice) do(ctx context.Context, retry bool, req func(*modbus.ModbusClient) error) (time.Duration, error) {
 	for attempt := 0; ; attempt++ {
-		if err := d.gap(ctx); err != nil {
+		if err := d.gap(ctx, &d.mu); err != nil {
 			return 0, err
 		}
 		if err := d.connect(); err != nil {

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/seamdc/seam/internal/clock"
@@ -29,16 +28,12 @@ type Sample struct {
 // devices' goroutines.
 func Poll(ctx context.Context, devs []Device, period time.Duration, clk clock.Clock, sink func(Sample)) {
 	start := clk.Now()
-	var wg sync.WaitGroup
+	g := clock.NewGroup(clk)
 	for i, d := range devs {
 		offset := time.Duration(int64(period) * int64(i) / int64(len(devs)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pollOne(ctx, d, start.Add(offset), period, clk, sink)
-		}()
+		g.Go(func() { pollOne(ctx, d, start.Add(offset), period, clk, sink) })
 	}
-	wg.Wait()
+	g.Wait()
 }
 
 func pollOne(ctx context.Context, d Device, next time.Time, period time.Duration, clk clock.Clock, sink func(Sample)) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/clock"
 )
 
 // Site is every device of a binding, opened.
@@ -15,11 +16,13 @@ type Site struct {
 	Binding *binding.Binding
 	Devices []Device // in the binding's order
 	byName  map[string]Device
+	clk     clock.Clock
 }
 
 // OpenSite opens every device of a loaded, checked binding.
 func OpenSite(b *binding.Binding, opts Options) (*Site, error) {
-	s := &Site{Binding: b, byName: map[string]Device{}}
+	opts = opts.withDefaults()
+	s := &Site{Binding: b, byName: map[string]Device{}, clk: opts.Clock}
 	for _, dev := range b.Devices {
 		d, err := Open(dev, opts)
 		if err != nil {
@@ -59,11 +62,9 @@ type ChannelReading struct {
 func (s *Site) ReadAll(ctx context.Context) ([]ChannelReading, error) {
 	readings := make(map[string]map[string]Reading, len(s.Devices))
 	var mu sync.Mutex
-	var wg sync.WaitGroup
+	g := clock.NewGroup(s.clk)
 	for _, d := range s.Devices {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
 			rs, _ := d.Read(ctx)
 			byPoint := make(map[string]Reading, len(rs))
 			for _, r := range rs {
@@ -72,9 +73,9 @@ func (s *Site) ReadAll(ctx context.Context) ([]ChannelReading, error) {
 			mu.Lock()
 			readings[d.Name()] = byPoint
 			mu.Unlock()
-		}()
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

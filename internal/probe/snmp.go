@@ -110,11 +110,11 @@ func (d *snmpDevice) drop() {
 // exchange sends one request on the client, reconnecting first if
 // needed and dropping the client after an error.
 func (d *snmpDevice) exchange(ctx context.Context, send func(*gosnmp.GoSNMP) (*gosnmp.SnmpPacket, error)) (*gosnmp.SnmpPacket, time.Duration, error) {
+	if err := d.gap(ctx, &d.mu); err != nil {
+		return nil, 0, err
+	}
 	if err := d.connect(); err != nil {
 		return nil, 0, fmt.Errorf("connect: %w", err)
-	}
-	if err := d.gap(ctx); err != nil {
-		return nil, 0, err
 	}
 	d.client.Context = ctx
 	start := d.opts.Clock.Now()

@@ -155,6 +155,10 @@ func (d *decoder) profile(name string, v cue.Value) *Profile {
 		p.StaleAfter = s
 	}
 	p.Limits = d.limits(v.LookupPath(cue.ParsePath("limits")), path)
+	if w := v.LookupPath(cue.ParsePath("watchdog")); w.Exists() {
+		code, _ := w.LookupPath(cue.ParsePath("fault")).Int64()
+		p.Watchdog = &Watchdog{After: d.duration(w, path+".watchdog", "after"), Fault: int(code)}
+	}
 	pv := v.LookupPath(cue.ParsePath("points"))
 	for _, l := range cueload.Labels(pv) {
 		p.Points = append(p.Points, d.point(p, l, pv.LookupPath(cue.MakePath(cue.Str(l))), path+".points."+quote(l)))

@@ -160,7 +160,9 @@ type Profile struct {
 	// Freshness names a point that changes at every update, or "".
 	Freshness string
 	Limits    Limits
-	Points    []*Point // sorted by name
+	// Watchdog is a load bank's heartbeat watchdog, or nil.
+	Watchdog *Watchdog
+	Points   []*Point // sorted by name
 	// Plan is the Modbus read requests covering every point, planned once
 	// at load within Limits. Empty for SNMP.
 	Plan []Request
@@ -187,6 +189,13 @@ func (p *Profile) PointNames() []string {
 		out[i] = pt.Name
 	}
 	return out
+}
+
+// Watchdog is a load bank's heartbeat watchdog: with no change of its
+// heartbeat for After it drops the load and latches fault code Fault.
+type Watchdog struct {
+	After time.Duration
+	Fault int
 }
 
 // Limits is what a device bears.

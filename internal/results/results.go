@@ -66,8 +66,13 @@ type Run struct {
 	// Defect is the simulator's defect configuration, if any.
 	Defect string `json:"defect,omitempty"`
 	// TimeScale is site seconds per wall second: 1 on a real site; a
-	// simulated site may run faster, and the evidence says so here.
+	// simulated site may run faster, and the evidence says so here. In
+	// lockstep it is the most the run was allowed (0: no limit).
 	TimeScale float64 `json:"time_scale"`
+	// Lockstep is set when site time moved with the run's goroutines
+	// (a simulator in process): waits on devices took no site time, and
+	// the verdicts do not depend on how busy the machine was.
+	Lockstep bool `json:"lockstep,omitempty"`
 	// Shortened says, in words, what was shortened and by what.
 	Shortened string `json:"shortened,omitempty"`
 	Operator  string `json:"operator"`

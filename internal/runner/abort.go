@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/results"
 )
 
@@ -36,8 +37,7 @@ func (r *Runner) Abort(cause, reason string, detail func(*results.Abort)) {
 	}
 	r.log.Error("aborting the run", "cause", cause, "reason", reason, "case", a.Case)
 	r.prog.line("ABORT (" + cause + "): " + reason)
-	go func() {
-		defer close(r.zeroed)
+	r.aborting.Go(func() {
 		took, problems := r.zeroAll(reason)
 		r.mu.Lock()
 		if took >= 0 {
@@ -53,7 +53,7 @@ func (r *Runner) Abort(cause, reason string, detail func(*results.Abort)) {
 		if err := r.b.Sync(); err != nil {
 			r.log.Error("evidence: sync after abort", "err", err)
 		}
-	}()
+	})
 }
 
 // Interrupt is the first Ctrl-C: abort, zeroing the load gracefully.
@@ -65,20 +65,18 @@ func (r *Runner) Interrupt() {
 // once, without waiting for any read-back, and the evidence flushed as
 // far as it can be. The caller exits right after.
 func (r *Runner) Kill() {
-	var wg sync.WaitGroup
+	g := clock.NewGroup(r.clk)
 	for _, id := range r.cfg.Site.bankIDs() {
 		b := r.cfg.Site.Banks[id]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			if err := b.ZeroNow(ctx); err != nil {
 				r.log.Error("kill: zero not written", "load_bank", id, "err", err)
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	waitAtMost(g, time.Second)
 	r.log.Error("killed by a second interrupt: setpoint 0 written to every load bank, not confirmed")
 	if r.b != nil {
 		r.append("kill", "", map[string]string{"reason": "second interrupt: setpoint 0 and enable off written to every load bank without confirmation"})
@@ -97,14 +95,12 @@ func (r *Runner) zeroAll(why string) (time.Duration, []string) {
 	}
 	r.mu.Unlock()
 	var mu sync.Mutex
-	var wg sync.WaitGroup
+	g := clock.NewGroup(r.clk)
 	var problems []string
 	took := time.Duration(0)
 	for _, id := range r.cfg.Site.bankIDs() {
 		b := r.cfg.Site.Banks[id]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), zeroTimeout)
 			defer cancel()
 			start := r.clk.Now()
@@ -125,8 +121,19 @@ func (r *Runner) zeroAll(why string) (time.Duration, []string) {
 				took = max(took, st.At.Sub(from))
 			}
 			r.append("zero", "", data)
-		}()
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	return took, problems
+}
+
+// waitAtMost waits for g, or d of wall time: Kill is called from outside
+// the run, which may be stuck on a device that does not answer.
+func waitAtMost(g *clock.Group, d time.Duration) {
+	done := make(chan struct{})
+	go func() { g.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }

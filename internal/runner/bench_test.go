@@ -162,7 +162,7 @@ func BenchmarkSamplingJitter(b *testing.B) {
 		dir := filepath.Join(b.TempDir(), "ev")
 		bundle, err := evidence.Create(dir, clock.Real{})
 		require.NoError(b, err)
-		r := &Runner{cfg: Config{Site: site, Plan: p, Dir: dir}, clk: clock.Real{}, b: bundle, aborted: make(chan struct{}), zeroed: make(chan struct{}),
+		r := &Runner{cfg: Config{Site: site, Plan: p, Dir: dir}, clk: clock.Real{}, b: bundle, aborted: make(chan struct{}), aborting: clock.NewGroup(clock.Real{}),
 			prog: newProgress(nil, false, p, clock.Real{})}
 		r.log = r.cfg.Log
 		if r.log == nil {

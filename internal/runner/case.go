@@ -25,11 +25,11 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	r.mu.Lock()
-	r.current, r.caseStop = c.ID, stop
+	r.current, r.caseStop, r.tripped = c.ID, stop, ""
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		r.current, r.caseStop = "", nil
+		r.current, r.caseStop, r.tripped = "", nil, ""
 		r.mu.Unlock()
 	}()
 	if r.isAborted() {
@@ -68,9 +68,14 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 		r.log.Warn("case aborted", "case", c.ID)
 		return
 	}
+	if trip := r.caseTrip(); trip != "" {
+		r.recoverBanks(ctx, cr)
+		r.endCase(cr, grade.Error, trip+": the case stopped there and was not graded", &tl, [2]int64{from, r.b.SamplesSize()})
+		return
+	}
 	if stepErr != nil {
 		r.log.Error("case step failed", "case", c.ID, "err", stepErr)
-		r.recoverBanks(ctx, c)
+		r.recoverBanks(ctx, cr)
 	}
 	if err := r.b.Sync(); err != nil {
 		r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
@@ -161,6 +166,15 @@ func (r *Runner) precondition(ctx context.Context, cr *caseRun, n int, pre plan.
 			return false, grade.Error, "load bank " + pre.LoadBank + " is not on the site"
 		}
 		st, err := b.Idle(ctx)
+		if err != nil && b.Tripped(st) {
+			if rerr := r.resetTrip(ctx, cr, fmt.Sprintf("precondition %d", n), b, st); rerr != nil {
+				if r.isAborted() {
+					return false, grade.Aborted, rerr.Error()
+				}
+				return false, grade.Error, rerr.Error()
+			}
+			st, err = b.Idle(ctx)
+		}
 		if err != nil && st.AppliedKW > 0.5 {
 			r.Abort(results.CauseFatal, fmt.Sprintf("load bank %s carries %.1f kW before case %s: %v", b.ID, st.AppliedKW, cr.c.ID, err), nil)
 			return false, grade.Aborted, err.Error()
@@ -201,9 +215,10 @@ func (r *Runner) cleanUp(cr *caseRun) {
 }
 
 // recoverBanks zeroes the banks of a case whose program failed and makes
-// them ready again; if that fails, the run cannot go on safely.
-func (r *Runner) recoverBanks(ctx context.Context, c plan.Case) {
-	for _, id := range caseBanks(c) {
+// them ready again (a bank whose watchdog tripped only once the operator
+// confirms); if that fails, the run cannot go on safely.
+func (r *Runner) recoverBanks(ctx context.Context, cr *caseRun) {
+	for _, id := range caseBanks(cr.c) {
 		b := r.cfg.Site.Banks[id]
 		if b == nil {
 			continue
@@ -211,13 +226,16 @@ func (r *Runner) recoverBanks(ctx context.Context, c plan.Case) {
 		zctx, cancel := context.WithTimeout(context.Background(), zeroTimeout)
 		st, err := b.Zero(zctx)
 		cancel()
-		r.append("zero", c.ID, map[string]any{"load_bank": id, "why": "the case's program failed", "status": st.String(), "error": errText(err)})
-		if err == nil {
+		r.append("zero", cr.c.ID, map[string]any{"load_bank": id, "why": "the case's program failed", "status": st.String(), "error": errText(err)})
+		switch {
+		case err == nil && b.Tripped(st):
+			err = r.resetTrip(ctx, cr, "recovery", b, st)
+		case err == nil:
 			st, err = b.Prepare(ctx)
-			r.append("prepare", c.ID, map[string]any{"load_bank": id, "status": st.String(), "error": errText(err)})
+			r.append("prepare", cr.c.ID, map[string]any{"load_bank": id, "status": st.String(), "error": errText(err)})
 		}
-		if err != nil {
-			r.Abort(results.CauseFatal, fmt.Sprintf("load bank %s could not be made safe after case %s failed: %v", id, c.ID, err), nil)
+		if err != nil && !r.isAborted() {
+			r.Abort(results.CauseFatal, fmt.Sprintf("load bank %s could not be made safe after case %s failed: %v", id, cr.c.ID, err), nil)
 			return
 		}
 	}

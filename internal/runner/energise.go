@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
+	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/results"
 )
 
@@ -67,13 +67,11 @@ func mergeID(m map[string]any, k, v string) map[string]any {
 const heartbeatFailures = 3
 
 // startHeartbeats feeds every bank's watchdog until ctx is done.
-func (r *Runner) startHeartbeats(ctx context.Context) *sync.WaitGroup {
-	var wg sync.WaitGroup
+func (r *Runner) startHeartbeats(ctx context.Context) *clock.Group {
+	g := clock.NewGroup(r.clk)
 	for _, id := range r.cfg.Site.bankIDs() {
 		b := r.cfg.Site.Banks[id]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
 			b.Heartbeat(ctx, r.cfg.Heartbeat, func(err error, n int) {
 				r.log.Warn("heartbeat write failed", "load_bank", id, "in_a_row", n, "err", err)
 				r.append("heartbeat", "", map[string]any{"load_bank": id, "in_a_row": n, "error": err.Error()})
@@ -81,7 +79,7 @@ func (r *Runner) startHeartbeats(ctx context.Context) *sync.WaitGroup {
 					r.Abort(results.CauseFatal, fmt.Sprintf("lost the heartbeat to load bank %s (%d writes in a row failed: %v); its watchdog will drop the load", id, n, err), nil)
 				}
 			})
-		}()
+		})
 	}
-	return &wg
+	return g
 }

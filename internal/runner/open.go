@@ -30,6 +30,7 @@ type runStart struct {
 	Binding    string  `json:"binding,omitempty"`
 	Defect     string  `json:"defect,omitempty"`
 	TimeScale  float64 `json:"time_scale"`
+	Lockstep   bool    `json:"lockstep,omitempty"`
 	Shortened  string  `json:"shortened,omitempty"`
 	Operator   string  `json:"operator"`
 	Resumed    bool    `json:"resumed,omitempty"`
@@ -56,7 +57,7 @@ func (r *Runner) open() error {
 			Contracts: p.Header.Inputs.Contracts, MaxHoldS: p.Header.Options.MaxHoldS,
 			Compiler: results.Tool{Name: p.Header.Tool.Name, Version: p.Header.Tool.Version}},
 		Run: results.Run{Started: r.clk.Now().UTC(), Site: cfg.Site.Kind, Binding: cfg.Site.BindingDigest, Defect: cfg.Site.Defect,
-			TimeScale: cfg.Site.TimeScale, Shortened: cfg.Shortened, Operator: cfg.Operator.Who()}}
+			TimeScale: cfg.Site.TimeScale, Lockstep: cfg.Site.Lockstep, Shortened: cfg.Shortened, Operator: cfg.Operator.Who()}}
 	for i, c := range p.Cases {
 		r.index[c.ID] = i
 		r.res.Cases = append(r.res.Cases, results.Case{ID: c.ID, Title: c.Title, Level: c.Level, Kind: c.Kind,
@@ -76,7 +77,7 @@ func (r *Runner) open() error {
 		return err
 	}
 	r.append("run_start", "", runStart{PlanDigest: digest, Tool: "sat " + version.Version, Site: cfg.Site.Kind,
-		Binding: cfg.Site.BindingDigest, Defect: cfg.Site.Defect, TimeScale: cfg.Site.TimeScale, Shortened: cfg.Shortened,
+		Binding: cfg.Site.BindingDigest, Defect: cfg.Site.Defect, TimeScale: cfg.Site.TimeScale, Lockstep: cfg.Site.Lockstep, Shortened: cfg.Shortened,
 		Operator: cfg.Operator.Who(), Resumed: cfg.Resume, Cases: len(p.Cases)})
 	if !cfg.Resume {
 		if err := r.b.WriteFile(PlanFile, cfg.PlanBytes); err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/loadbank"
 	"github.com/seamdc/seam/internal/probe"
 )
@@ -45,6 +46,10 @@ func (r *Runner) preflight(ctx context.Context) []string {
 	}
 	rec.Problems = append(rec.Problems, r.interlocksArmed(readings)...)
 	for _, id := range r.cfg.Site.bankIDs() {
+		if w := r.cfg.Site.Banks[id].Watchdog(); w != nil && r.cfg.Heartbeat > w.After/3 {
+			rec.Problems = append(rec.Problems, fmt.Sprintf("load bank %s drops its load after %s without a heartbeat, and the runner beats every %s: beat at least every %s",
+				id, w.After, r.cfg.Heartbeat, w.After/3))
+		}
 		st, note, problem := r.bankReady(ctx, r.cfg.Site.Banks[id])
 		rec.Banks[id] = st
 		if note != "" {
@@ -121,11 +126,10 @@ func (r *Runner) readTwice(ctx context.Context, need map[string]channelSource) (
 	read := func() map[string]map[string]probe.Reading {
 		out := map[string]map[string]probe.Reading{}
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for name, d := range devs {
-			wg.Add(1)
-			go func() { // a device that does not answer costs its timeout once
-				defer wg.Done()
+		g := clock.NewGroup(r.clk)
+		for _, name := range sortedKeys(devs) {
+			d := devs[name]
+			g.Go(func() { // a device that does not answer costs its timeout once
 				rs, _ := d.Read(ctx)
 				m := map[string]probe.Reading{}
 				for _, rd := range rs {
@@ -134,9 +138,9 @@ func (r *Runner) readTwice(ctx context.Context, need map[string]channelSource) (
 				mu.Lock()
 				out[name] = m
 				mu.Unlock()
-			}()
+			})
 		}
-		wg.Wait()
+		g.Wait()
 		return out
 	}
 	read()

@@ -63,15 +63,17 @@ type Runner struct {
 	prog  *progress
 	index map[string]int // case id → index in res.Cases
 
-	energised atomic.Bool // the risk was accepted and the banks are being prepared
+	energised atomic.Bool  // the risk was accepted and the banks are being prepared
+	aborting  *clock.Group // the abort's zeroing
 
 	mu        sync.Mutex
 	current   string // the case running
 	caseStop  context.CancelFunc
 	abortInfo *results.Abort
 	aborted   chan struct{}
-	zeroed    chan struct{}
 	outcomes  map[string]grade.Outcome
+	trips     map[string]string // load bank → its watchdog trip, until reset
+	tripped   string            // the trip that ended the case running
 }
 
 // ErrPreflight is returned (wrapped) when the run stopped before
@@ -100,10 +102,10 @@ func New(cfg Config) (*Runner, error) {
 		cfg.Heartbeat = time.Second
 	}
 	if cfg.GapSlack <= 0 {
-		cfg.GapSlack = time.Duration(float64(50*time.Millisecond) * max(cfg.Site.TimeScale, 1))
+		cfg.GapSlack = time.Duration(float64(50*time.Millisecond) * cfg.Site.wallScale())
 	}
-	r := &Runner{cfg: cfg, clk: cfg.Clock, aborted: make(chan struct{}), zeroed: make(chan struct{}),
-		outcomes: map[string]grade.Outcome{}, index: map[string]int{}}
+	r := &Runner{cfg: cfg, clk: cfg.Clock, aborted: make(chan struct{}), aborting: clock.NewGroup(cfg.Clock),
+		outcomes: map[string]grade.Outcome{}, index: map[string]int{}, trips: map[string]string{}}
 	r.prog = newProgress(cfg.Progress, cfg.Terminal, cfg.Plan, r.clk)
 	return r, nil
 }
@@ -117,8 +119,21 @@ func Digest(b []byte) string {
 // Run runs the plan and returns the results; their Outcome says how it
 // went (Results.ExitCode). An error means the tool failed: the bundle
 // could not be written, or the run stopped before energising
-// (ErrPreflight), and says why.
+// (ErrPreflight), and says why. The run's goroutines are participants
+// of its clock (clock.Go): Run must not be called by one.
 func (r *Runner) Run(ctx context.Context) (*results.Results, error) {
+	var res *results.Results
+	var err error
+	done := make(chan struct{})
+	clock.Go(r.clk, func() {
+		defer close(done)
+		res, err = r.run(ctx)
+	})
+	<-done
+	return res, err
+}
+
+func (r *Runner) run(ctx context.Context) (*results.Results, error) {
 	if err := r.open(); err != nil {
 		return nil, err
 	}
@@ -126,8 +141,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Results, error) {
 	defer r.prog.stop()
 	hbCtx, stopBeats := context.WithCancel(context.Background())
 	beats := r.startHeartbeats(hbCtx)
-	beats.Add(1)
-	go func() { defer beats.Done(); r.syncEverySecond(hbCtx) }()
+	beats.Go(func() { r.syncEverySecond(hbCtx) })
 	// the heartbeats live until every bank is zeroed
 	halt := func() { stopBeats(); beats.Wait() }
 	defer halt()
@@ -154,14 +168,7 @@ func (r *Runner) Run(ctx context.Context) (*results.Results, error) {
 }
 
 // waitZeroed waits for an abort's zeroing and its records.
-func (r *Runner) waitZeroed() {
-	r.mu.Lock()
-	aborted := r.abortInfo != nil
-	r.mu.Unlock()
-	if aborted {
-		<-r.zeroed
-	}
-}
+func (r *Runner) waitZeroed() { r.aborting.Wait() }
 
 // energise preflights, asks for risk acceptance and prepares the banks.
 func (r *Runner) energise(ctx context.Context) error {

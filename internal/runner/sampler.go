@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/loadbank"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/probe"
 	"github.com/seamdc/seam/internal/results"
@@ -19,18 +21,19 @@ import (
 type sampler struct {
 	r       *Runner
 	caseID  string
-	devices map[string]*polled // by device name
-	locks   map[string][]*lock // by channel
+	devices map[string]*polled          // by device name
+	locks   map[string][]*lock          // by channel
+	banks   map[string][]*loadbank.Bank // the case's load banks, by device
 	// lastPoll is, by device, when its last read came back
 	lastPoll map[string]time.Time
 
 	mu     sync.Mutex
 	latest map[string]evidence.Sample
-	notify chan struct{} // closed and replaced on every sample
+	sample *clock.Cond // broadcast on every sample
 	n      int64
 
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	stop  context.CancelFunc
+	group *clock.Group
 }
 
 // polled is one device and the channels read from it.
@@ -54,8 +57,9 @@ type lock struct {
 // never faster than it updates. The load banks the case drives are read
 // too, as "<bank>/applied".
 func (r *Runner) newSampler(c plan.Case) (*sampler, error) {
-	s := &sampler{r: r, caseID: c.ID, devices: map[string]*polled{}, locks: map[string][]*lock{},
-		lastPoll: map[string]time.Time{}, latest: map[string]evidence.Sample{}, notify: make(chan struct{})}
+	s := &sampler{r: r, caseID: c.ID, devices: map[string]*polled{}, locks: map[string][]*lock{}, banks: map[string][]*loadbank.Bank{},
+		lastPoll: map[string]time.Time{}, latest: map[string]evidence.Sample{}, group: clock.NewGroup(r.clk)}
+	s.sample = clock.NewCond(r.clk, &s.mu)
 	added := map[string]bool{}
 	add := func(channel string, maxPeriod time.Duration) error {
 		src, err := r.cfg.Site.source(channel)
@@ -84,6 +88,7 @@ func (r *Runner) newSampler(c plan.Case) (*sampler, error) {
 			if err := add(id+"/applied", b.Device().Profile().UpdatePeriod); err != nil {
 				return nil, err
 			}
+			s.banks[b.Device().Name()] = append(s.banks[b.Device().Name()], b)
 		}
 	}
 	for _, id := range c.Interlocks {
@@ -134,19 +139,14 @@ func (s *sampler) start(ctx context.Context) {
 			watch = min(watch, seconds(l.il.MaxSilenceS)/10)
 		}
 	}
-	for _, p := range s.devices {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+	for _, name := range sortedKeys(s.devices) {
+		p := s.devices[name]
+		s.group.Go(func() {
 			probe.Poll(ctx, []probe.Device{p.dev}, p.period, s.r.clk, func(ps probe.Sample) { s.sink(p, ps) })
-		}()
+		})
 	}
 	if len(s.locks) > 0 {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.watchSilence(ctx, max(watch, 10*time.Millisecond))
-		}()
+		s.group.Go(func() { s.watchSilence(ctx, max(watch, 10*time.Millisecond)) })
 	}
 }
 
@@ -155,7 +155,7 @@ func (s *sampler) halt() {
 	if s.stop != nil {
 		s.stop()
 	}
-	s.wg.Wait()
+	s.group.Wait()
 }
 
 // sink takes one read of one device: interlocks first, then the
@@ -181,6 +181,7 @@ func (s *sampler) sink(p *polled, ps probe.Sample) {
 	s.mu.Lock()
 	s.lastPoll[p.dev.Name()] = ps.Done
 	s.mu.Unlock()
+	s.watchBanks(ps)
 	if err := s.r.b.Sample(out...); err != nil {
 		s.r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
 	}
@@ -190,8 +191,7 @@ func (s *sampler) sink(p *polled, ps probe.Sample) {
 		s.r.prog.sample(smp)
 	}
 	s.n += int64(len(out))
-	close(s.notify)
-	s.notify = make(chan struct{})
+	s.sample.Broadcast()
 	s.mu.Unlock()
 }
 
@@ -248,7 +248,7 @@ func (s *sampler) silent(l *lock, quiet time.Duration, what string) {
 // the channel. A device that answers with errors trips in check, at its
 // first read past the limit.
 func (s *sampler) watchSilence(ctx context.Context, every time.Duration) {
-	scale := max(s.r.cfg.Site.TimeScale, 1)
+	scale := s.r.cfg.Site.wallScale()
 	for {
 		if err := s.r.clk.Sleep(ctx, every); err != nil {
 			return
@@ -283,21 +283,20 @@ func deviceTimeout(site *Site, name string) time.Duration {
 // awaitRaised waits until channel's latest good sample is raised (≥ 0.5)
 // or timeout passes; it reports whether it was raised and when.
 func (s *sampler) awaitRaised(ctx context.Context, channel string, timeout time.Duration) (bool, time.Time, error) {
-	expired := s.r.clk.After(timeout)
+	deadline := s.r.clk.Now().Add(timeout)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for {
-		s.mu.Lock()
 		last, ok := s.latest[channel]
-		wake := s.notify
-		s.mu.Unlock()
 		if ok && last.Quality == probe.Good.String() && last.Value >= 0.5 {
 			return true, last.Time, nil
 		}
-		select {
-		case <-ctx.Done():
-			return false, time.Time{}, ctx.Err()
-		case <-wake:
-		case <-expired:
+		left := deadline.Sub(s.r.clk.Now())
+		if left <= 0 {
 			return false, time.Time{}, nil
+		}
+		if _, err := s.sample.Wait(ctx, left); err != nil {
+			return false, time.Time{}, err
 		}
 	}
 }

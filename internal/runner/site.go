@@ -35,8 +35,22 @@ type Site struct {
 	BindingText   []byte
 	BindingDigest string
 	Defect        string
-	// TimeScale is site seconds per wall second (1 on a real site).
+	// TimeScale is site seconds per wall second (1 on a real site); for
+	// a site in Lockstep with the run, the most it may be (0: no limit).
 	TimeScale float64
+	// Lockstep is set when the site's time moves with the run's
+	// (clock.Lockstep): a device's reply takes no site time.
+	Lockstep bool
+}
+
+// wallScale is how many site seconds pass while the run waits one wall
+// second for a device: none in lockstep, where waits on devices take no
+// site time (counted as one, a wait of its own length).
+func (s *Site) wallScale() float64 {
+	if s.Lockstep {
+		return 1
+	}
+	return max(s.TimeScale, 1)
 }
 
 // Faults injects and clears faults: the simulator's control interface.

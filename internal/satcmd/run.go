@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -51,7 +53,37 @@ type runFlags struct {
 	defect, accept, operator, signKey      string
 	control, passEnv                       string
 	simulate, verbose                      bool
-	scale                                  float64
+	scale                                  scaleFlag
+}
+
+// scaleFlag is --time-scale: site seconds per wall second, or "max"
+// (as fast as the simulation allows, in process only). Unset is 0.
+type scaleFlag struct {
+	set bool
+	k   float64 // 0 with set: max
+}
+
+func (s *scaleFlag) String() string {
+	switch {
+	case !s.set:
+		return ""
+	case s.k == 0:
+		return "max"
+	}
+	return strconv.FormatFloat(s.k, 'g', -1, 64)
+}
+
+func (s *scaleFlag) Set(v string) error {
+	if v == "max" {
+		s.set, s.k = true, 0
+		return nil
+	}
+	k, err := strconv.ParseFloat(v, 64)
+	if err != nil || k <= 0 || math.IsInf(k, 0) {
+		return fmt.Errorf("want a positive number of site seconds per wall second, or max (got %q)", v)
+	}
+	s.set, s.k = true, k
+	return nil
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -84,7 +116,7 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	fs.StringVar(&f.site, "site", "", "the site binding directory of a real site")
 	fs.BoolVar(&f.simulate, "sim", false, "run against the simulated site, in process (implies risk acceptance)")
 	fs.StringVar(&f.defect, "defect", "", "with --sim: a defect of the sim config that makes a module break its contract")
-	fs.Float64Var(&f.scale, "time-scale", 0, "with --sim: site seconds per wall second (default 1; the evidence records it)")
+	fs.Var(&f.scale, "time-scale", "site seconds per wall second, at most (default 1; max: as fast as the machine allows, with --sim only); with --site, the scale of the simulator the binding names, if given")
 	fs.StringVar(&f.control, "sim-control", "", "with --site: the control URL of a simulator (sat sim), which performs manual and fault steps")
 	fs.StringVar(&f.out, "out", "", "the evidence directory (new or empty)")
 	fs.StringVar(&f.resume, "resume", "", "continue the run in this evidence directory after its last completed case")
@@ -118,13 +150,13 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 		err = cli.Usagef("--accept-risk takes one value, energize (got %q)", f.accept)
 	case !f.simulate && (f.defect != "" || f.simConfig != ""):
 		err = cli.Usagef("--defect and --sim-config need --sim")
-	case f.scale < 0:
-		err = cli.Usagef("--time-scale must be positive")
+	case !f.simulate && f.scale.set && f.scale.k == 0:
+		err = cli.Usagef("--time-scale max needs --sim: a simulator in another process runs at a time scale of its own")
 	case f.simulate && f.control != "":
 		err = cli.Usagef("--sim-control is for a simulator in another process, with --site")
 	}
-	if f.scale == 0 {
-		f.scale = 1
+	if f.simulate && !f.scale.set {
+		f.scale = scaleFlag{set: true, k: 1}
 	}
 	return f, planPath, fs, err
 }
@@ -171,7 +203,7 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 	defer env.close()
 	cfg := runner.Config{Plan: p, PlanBytes: raw, Site: env.site, Dir: dir, Resume: f.resume != "", Clock: env.clk, Log: log,
 		Operator: operator(f, env, stdin, stderr, lookupEnv), Progress: stderr, Terminal: isTerminal(stderr), Signer: signer,
-		ContractsDigest: contractsDigest, Shortened: shortened(p, env.site.TimeScale)}
+		ContractsDigest: contractsDigest, Shortened: shortened(p, env.site)}
 	r, err := runner.New(cfg)
 	if err != nil {
 		return fail(stderr, "run", fs, err)
@@ -229,12 +261,17 @@ func stderrLog(w io.Writer, verbose bool) *slog.Logger {
 }
 
 // shortened says what makes this run shorter than the real test.
-func shortened(p *plan.Plan, scale float64) string {
+func shortened(p *plan.Plan, site *runner.Site) string {
 	var parts []string
 	if h := p.Header.Options.MaxHoldS; h > 0 {
 		parts = append(parts, fmt.Sprintf("holds and square-wave runs capped at %g s (contractc compile --max-hold)", h))
 	}
-	if scale != 1 {
+	switch scale := site.TimeScale; {
+	case site.Lockstep && scale == 0:
+		parts = append(parts, "site time ran as fast as the simulator and the run allowed, in lockstep")
+	case site.Lockstep && scale != 1:
+		parts = append(parts, fmt.Sprintf("site time ran at most %g× wall time, in lockstep with the simulator", scale))
+	case scale != 1:
 		parts = append(parts, fmt.Sprintf("site time ran %g× wall time (the simulator's time scale)", scale))
 	}
 	return strings.Join(parts, "; ")

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,23 +24,24 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/compile"
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/grade"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
-	"github.com/seamdc/seam/internal/runner"
 	"github.com/seamdc/seam/internal/sim"
 	"github.com/seamdc/seam/internal/sim/simconfig"
 )
 
 // End-to-end runs against the simulated site, over real Modbus and SNMP
 // on loopback: the example's SAT and IST plans for module ma (shortened
-// by --max-hold 1s, at a time scale of 40), each defect of the sim
-// config, an interlock trip, kill -9 and resume, and tampering.
+// by --max-hold 1s, in lockstep with the simulator as fast as it goes),
+// each defect of the sim config, an interlock trip, kill -9 and resume,
+// and tampering.
 
 const (
-	e2eScale = "40"
+	e2eScale = "max"
 	e2eHold  = time.Second
 )
 
@@ -163,8 +165,9 @@ func TestSimulatedPlansPass(t *testing.T) {
 				assert.Equal(t, grade.Pass, o, id)
 			}
 			assert.Equal(t, "simulated", res.Run.Site)
-			assert.Equal(t, 40.0, res.Run.TimeScale)
-			assert.Equal(t, "holds and square-wave runs capped at 1 s (contractc compile --max-hold); site time ran 40× wall time (the simulator's time scale)", res.Run.Shortened)
+			assert.Equal(t, 0.0, res.Run.TimeScale, "no speed limit")
+			assert.True(t, res.Run.Lockstep)
+			assert.Equal(t, "holds and square-wave runs capped at 1 s (contractc compile --max-hold); site time ran as fast as the simulator and the run allowed, in lockstep", res.Run.Shortened)
 			assert.Contains(t, stdout, "evidence: "+out)
 
 			code, vout, _ := sat(t, "verify", out)
@@ -304,13 +307,12 @@ func TestInterlockTripDropsTheLoad(t *testing.T) {
 	watch := &tripWatch{}
 	hook := func(dir string, o *sim.Opened) {
 		if dir == out {
-			go watch.run(o)
+			watch.follow(o)
 		}
 	}
 	simStarted.Store(&hook)
 	defer simStarted.Store(nil)
-	code, res, stdout := simRun(t, p, out, "--sim-config", cfgDir, "--defect", "l1-overheat", "--time-scale", "5")
-	watch.stop()
+	code, res, stdout := simRun(t, p, out, "--sim-config", cfgDir, "--defect", "l1-overheat")
 	require.Equal(t, 3, code, stdout)
 	require.NotNil(t, res.Abort)
 	a := res.Abort
@@ -332,7 +334,9 @@ func TestInterlockTripDropsTheLoad(t *testing.T) {
 	require.False(t, crossed.IsZero(), "the simulated reading crossed 36.5 degC")
 	require.False(t, zeroed.IsZero(), "the load reached 0")
 	took := zeroed.Sub(crossed)
-	limit := time.Duration((period + 0.1 + 0.1) * float64(time.Second)) // sample period, device update period, command latency
+	// sample period, device update period, the bank's own ramp to 0 (at
+	// 50 MW/s) and a physics step; a command takes no site time in lockstep
+	limit := time.Duration((period + 0.1 + 0.1) * float64(time.Second))
 	t.Logf("interlock: the reading crossed the limit at %s, the load was 0 kW %s later (limit %s; read back after %.3f s)",
 		crossed.Format("15:04:05.000"), took, limit, *a.ZeroedIn)
 	assert.LessOrEqual(t, took, limit)
@@ -368,48 +372,23 @@ func overheatConfig(t *testing.T) string {
 type tripWatch struct {
 	mu              sync.Mutex
 	crossed, zeroed time.Time
-	done            chan struct{}
-	once            sync.Once
 }
 
-func (w *tripWatch) run(o *sim.Opened) {
-	w.mu.Lock()
-	w.done = make(chan struct{})
-	done := w.done
-	w.mu.Unlock()
-	for {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		var temp, applied float64
-		now := o.Site.Now()
-		o.Site.Locked(func() {
-			temp, _ = o.Site.Element("l1/loop").Signal("supply-temp")
-			applied = o.Site.LoadBank("lb-ma").Applied()
-		})
-		if !o.Site.Now().Equal(now) {
-			continue // a step ran in between: read again
-		}
+// follow watches every physics step of the site (with its lock held).
+func (w *tripWatch) follow(o *sim.Opened) {
+	loop, bank := o.Site.Element("l1/loop"), o.Site.LoadBank("lb-ma")
+	o.Site.Observe(func(now time.Time) {
+		temp, _ := loop.Signal("supply-temp")
+		applied := bank.Applied()
 		w.mu.Lock()
+		defer w.mu.Unlock()
 		if w.crossed.IsZero() && temp*1.205 > 36.5 {
 			w.crossed = now
 		}
 		if !w.crossed.IsZero() && w.zeroed.IsZero() && applied == 0 {
 			w.zeroed = now
 		}
-		w.mu.Unlock()
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
-func (w *tripWatch) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done != nil {
-		w.once.Do(func() { close(w.done) })
-	}
+	})
 }
 
 func (w *tripWatch) result() (time.Time, time.Time) {
@@ -436,55 +415,66 @@ func TestOvershootDefectTripsTheInterlock(t *testing.T) {
 	assert.Equal(t, grade.Skipped, outcomes(res)["sat.l1-ma.transient.training-heat"])
 }
 
-// kill -9 of the runner: the load bank's watchdog drops the load, the
-// bundle verifies up to the kill, and --resume finishes the run.
+// kill -9 of the runner, against a simulator in another process (this
+// one) at 4× wall time: the load bank's watchdog drops the load, the
+// bundle verifies up to the kill, and --resume finishes the run against
+// the simulator in process. The runner takes the simulator's control
+// interface and time scale from the binding sat sim writes.
 func TestKillNineThenResume(t *testing.T) {
 	t.Parallel()
 	bin := buildSat(t)
-	o, url, bind := serveSimHere(t, 40)
+	const scale = 4 // the 1 s heartbeat is 250 ms of wall time, the 3 s watchdog 750 ms
+	o, bind := serveSimHere(t, scale)
 	p := examplePlan(t, plan.SAT)
 	out := filepath.Join(t.TempDir(), "ev")
-	args := []string{"--site", bind, "--sim-control", url, "--time-scale", "40", "--accept-risk=energize"}
 	env := append(os.Environ(), "SEAM_SNMP_COMMUNITY=public", "SEAM_SNMP_AUTH=seam-sim-auth", "SEAM_SNMP_PRIV=seam-sim-priv")
+
+	var killed atomic.Bool
+	loaded, dropped := make(chan float64, 1), make(chan time.Time, 1)
+	bank := o.Site.LoadBank("lb-ma")
+	o.Site.Observe(func(now time.Time) {
+		switch a := bank.Applied(); {
+		case !killed.Load() && a >= 1000 && len(loaded) == 0:
+			loaded <- a
+		case killed.Load() && a == 0 && len(dropped) == 0:
+			dropped <- now
+		}
+	})
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, append([]string{"run", p, "--out", out}, args...)...)
+	cmd := exec.Command(bin, "run", p, "--out", out, "--site", bind, "--accept-risk=energize")
 	cmd.Env, cmd.Stderr = env, &stderr
 	require.NoError(t, cmd.Start())
-	applied := func() float64 {
-		v, err := o.Site.Signal("lb-ma", "applied")
-		require.NoError(t, err)
-		return v
+	var load float64
+	select {
+	case load = <-loaded:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the run never loaded lb-ma: %s", stderr.String())
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for applied() < 1000 {
-		require.True(t, time.Now().Before(deadline), "the run never loaded lb-ma: %s", stderr.String())
-		time.Sleep(2 * time.Millisecond)
-	}
-	killedAt := o.Site.Now()
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	killedAt := o.Site.Now()
+	killed.Store(true)
 	_ = cmd.Wait()
-	load := applied()
-	for applied() > 0 {
-		require.True(t, time.Now().Before(deadline), "the load bank kept %.0f kW after the runner died", applied())
-		time.Sleep(time.Millisecond)
+	var droppedAt time.Time
+	select {
+	case droppedAt = <-dropped:
+	case <-time.After(time.Minute):
+		t.Fatalf("the load bank kept its load after the runner died")
 	}
-	dropped := o.Site.Now().Sub(killedAt)
 	fault, err := o.Site.Signal("lb-ma", "fault")
 	require.NoError(t, err)
 	assert.Equal(t, float64(sim.FaultComms), fault, "the watchdog dropped it (H2 communication)")
 	// the watchdog is 3 s of heartbeat silence; the runner beats every 1 s
-	t.Logf("kill -9 at %.0f kW: the watchdog dropped the load %s (site time) after the kill", load, dropped)
-	assert.LessOrEqual(t, dropped, 4*time.Second+200*time.Millisecond)
+	t.Logf("kill -9 at %.0f kW: the watchdog dropped the load %s (site time) after the kill", load, droppedAt.Sub(killedAt))
+	assert.LessOrEqual(t, droppedAt.Sub(killedAt), 4*time.Second+200*time.Millisecond)
 
 	code, vout, _ := sat(t, "verify", out)
 	require.Equal(t, 0, code, vout)
 	assert.Contains(t, vout, "run: not finished (no manifest): verified up to its last checkpoint")
 
-	resume := exec.Command(bin, append([]string{"run", "--resume", out}, args...)...)
-	resume.Env = env
-	rout, err := resume.CombinedOutput()
-	require.NoError(t, err, "%s", rout)
-	assert.Contains(t, string(rout), "passed: 9 passed, 0 failed, 0 errors, 0 aborted, 0 skipped")
+	code, rout, rerr := sat(t, "run", "--resume", out, "--sim", "--time-scale", "max", "--contracts", exampleDir, "--fixtures", fixturesDir)
+	require.Equal(t, 0, code, "%s\n%s", rout, rerr)
+	assert.Contains(t, rout, "passed: 9 passed, 0 failed, 0 errors, 0 aborted, 0 skipped")
 	res, err := results.Read(filepath.Join(out, evidence.ResultsFile))
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Run.Resumes)
@@ -505,9 +495,10 @@ func buildSat(t *testing.T) string {
 }
 
 // serveSimHere runs the simulated site in this process, as sat sim does:
-// devices on loopback, the control interface, the binding written to a
-// directory it returns.
-func serveSimHere(t *testing.T, scale float64) (*sim.Opened, string, string) {
+// devices on loopback, the control interface, the binding (with its
+// simulator's control URL and time scale) written to a directory it
+// returns.
+func serveSimHere(t *testing.T, scale float64) (*sim.Opened, string) {
 	t.Helper()
 	o, diags, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }), time.Time{}, nil)
 	require.NoError(t, err)
@@ -519,10 +510,11 @@ func serveSimHere(t *testing.T, scale float64) (*sim.Opened, string, string) {
 	t.Cleanup(func() { cs.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = o.Site.Run(ctx, runner.NewScaled(o.Site.Now(), scale), 1) }()
+	go func() { defer close(done); _ = o.Site.Run(ctx, clock.Real{}, scale) }()
 	t.Cleanup(func() { cancel(); <-done })
 	dir := t.TempDir()
 	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, sim.EnvRefs)
+	b.Simulator = &binding.Simulator{Control: cs.URL(), TimeScale: scale}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "binding.cue"), binding.Marshal(b, "binding"), 0o644))
-	return o, cs.URL(), dir
+	return o, dir
 }

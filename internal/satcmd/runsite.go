@@ -31,7 +31,7 @@ type siteEnv struct {
 	contracts string
 	closers   []func()
 	sim       *sim.Opened
-	simClock  *runner.SimClock
+	lockstep  *clock.Lockstep
 }
 
 func (e *siteEnv) close() {
@@ -44,14 +44,11 @@ func (e *siteEnv) close() {
 // run into dir once its devices serve.
 var simStarted atomic.Pointer[func(dir string, o *sim.Opened)]
 
-// simLead is how far the run's clock may run ahead of the simulation
-// between physics steps.
-const simLead = 50 * time.Millisecond
-
-// report logs how often the run's clock waited for the simulator.
+// report logs how the simulated run's clock went.
 func (e *siteEnv) report(log *slog.Logger) {
-	if e.simClock != nil && e.simClock.Held() > 0 {
-		log.Info("the run's clock waited for the simulator", "times", e.simClock.Held(), "time_scale", e.site.TimeScale)
+	if e.lockstep != nil {
+		turns, advances := e.lockstep.Stats()
+		log.Info("the run and the simulator took turns", "turns", turns, "advances", advances, "speed_limit", e.site.TimeScale)
 	}
 }
 
@@ -116,17 +113,13 @@ func openSim(f runFlags, p *plan.Plan, dir string, lookupEnv func(string) (strin
 		(*hook)(dir, o)
 	}
 	env.closers = append(env.closers, o.Close)
-	// the simulator steps at the time scale in small steps of wall time;
-	// the run's site time is the simulation's: it waits for the
-	// simulator when that lags, and the simulator waits for the run's
-	// goroutines when they are late
-	clk := runner.NewSimClock(o.Site, f.scale, simLead)
-	simCtx, stopSim := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = o.Site.Run(simCtx, clk.Pace(), 1) }()
-	env.simClock = clk
-	env.closers = append(env.closers, func() { stopSim(); <-done })
-	env.clk = clk
+	// the run's goroutines and the simulation take turns: site time
+	// moves only when every goroutine of the run waits for it, so a busy
+	// machine makes the run slower, never different; the time scale
+	// only caps its speed
+	lk := clock.NewLockstep(o.Site.Now(), o.Site, f.scale.k, log)
+	env.closers = append(env.closers, lk.Close)
+	env.lockstep, env.clk = lk, lk
 	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, sim.EnvRefs)
 	simLookup := func(k string) (string, bool) {
 		switch k {
@@ -139,26 +132,34 @@ func openSim(f runFlags, p *plan.Plan, dir string, lookupEnv func(string) (strin
 		}
 		return lookupEnv(k)
 	}
-	site, err := openDevices(p, b, clk, simLookup, log, env)
+	site, err := openDevices(p, b, lk, simLookup, log, env)
 	if err != nil {
 		env.close()
 		return nil, err
 	}
-	site.Kind, site.Faults, site.TimeScale, site.Defect = runner.Simulated, simFaults{o.Site}, f.scale, f.defect
+	site.Kind, site.Faults, site.TimeScale, site.Defect, site.Lockstep = runner.Simulated, simFaults{o.Site}, f.scale.k, f.defect, true
 	site.BindingText = binding.Marshal(b, "binding")
 	site.BindingDigest = runner.Digest(site.BindingText)
 	env.site = site
 	return env, nil
 }
 
-// openBinding opens a real site's devices through its binding.
+// openBinding opens a real site's devices through its binding. A
+// binding that sat sim wrote names its simulator: the run performs
+// manual and fault steps through its control interface and keeps its
+// clock at the simulator's time scale.
 func openBinding(ctx context.Context, f runFlags, p *plan.Plan, b *binding.Binding, lookupEnv func(string) (string, bool), log *slog.Logger) (*siteEnv, error) {
+	control, scale, err := simulatorOf(f, b)
+	if err != nil {
+		return nil, err
+	}
 	env := &siteEnv{contracts: b.Contracts, clk: clock.Real{}}
-	if f.scale != 1 {
-		if f.control == "" {
-			return nil, errors.New("--time-scale needs --sim, or --sim-control with a simulator running at that scale")
+	if scale != 1 {
+		env.clk = runner.NewScaled(time.Now(), scale)
+		if beat := time.Duration(float64(time.Second) / scale); beat < 100*time.Millisecond {
+			log.Warn(fmt.Sprintf("at %g× site time the load banks' heartbeat of 1 s is %s of wall time: a busy machine can make it late enough to trip a watchdog; "+
+				"sat run --sim runs the simulator in process, in lockstep, where it cannot", scale, beat))
 		}
-		env.clk = runner.NewScaled(time.Now(), f.scale)
 	}
 	site, err := openDevices(p, b, env.clk, lookupEnv, log, env)
 	if err != nil {
@@ -170,13 +171,13 @@ func openBinding(ctx context.Context, f runFlags, p *plan.Plan, b *binding.Bindi
 		return nil, err
 	}
 	site.BindingDigest = runner.Digest(site.BindingText)
-	site.TimeScale = f.scale
-	if f.control != "" {
-		client := &sim.Client{URL: strings.TrimRight(f.control, "/")}
+	site.TimeScale = scale
+	if control != "" {
+		client := &sim.Client{URL: strings.TrimRight(control, "/")}
 		st, err := client.Status(ctx)
 		if err != nil {
 			env.close()
-			return nil, err
+			return nil, fmt.Errorf("the simulator's control interface %s: %w (is sat sim still running?)", control, err)
 		}
 		site.Kind, site.Faults = runner.Simulated, clientFaults{client}
 		if st.Defect != nil {
@@ -185,6 +186,31 @@ func openBinding(ctx context.Context, f runFlags, p *plan.Plan, b *binding.Bindi
 	}
 	env.site = site
 	return env, nil
+}
+
+// simulatorOf is the control URL and time scale of the simulator serving
+// a binding's devices: the binding's own (sat sim writes them), which
+// --sim-control and --time-scale may only repeat, or the flags alone.
+func simulatorOf(f runFlags, b *binding.Binding) (string, float64, error) {
+	sm := b.Simulator
+	if sm == nil {
+		if f.scale.set && f.scale.k != 1 && f.control == "" {
+			return "", 0, errors.New("--time-scale needs --sim, or --sim-control with a simulator running at that scale")
+		}
+		if f.scale.set {
+			return f.control, f.scale.k, nil
+		}
+		return f.control, 1, nil
+	}
+	if f.scale.set && f.scale.k != sm.TimeScale {
+		return "", 0, fmt.Errorf("%s: the simulator serving this binding runs at --time-scale %g, not %g: pass --time-scale %g, or leave it out",
+			sm.Pos, sm.TimeScale, f.scale.k, sm.TimeScale)
+	}
+	control := sm.Control
+	if f.control != "" && strings.TrimRight(f.control, "/") != strings.TrimRight(sm.Control, "/") {
+		return "", 0, fmt.Errorf("%s: the simulator serving this binding is controlled at %s, not %s: leave --sim-control out", sm.Pos, sm.Control, f.control)
+	}
+	return control, sm.TimeScale, nil
 }
 
 func openDevices(p *plan.Plan, b *binding.Binding, clk clock.Clock, lookupEnv func(string) (string, bool), log *slog.Logger, env *siteEnv) (*runner.Site, error) {

@@ -130,7 +130,7 @@ func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.
 		return cli.ExitTool
 	}
 	defer cs.Close()
-	text, err := writeBinding(o, out, cs.URL(), lookupEnv)
+	text, err := writeBinding(o, out, cs.URL(), f.scale, lookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "sat sim: %v\n", err)
 		return cli.ExitTool
@@ -170,7 +170,7 @@ func outDir(dir string) (string, error) {
 // writeBinding writes the credentials and binding.cue into dir and
 // returns the binding's text. The binding refers to the credentials by
 // absolute file paths, so that a copy of it works from anywhere.
-func writeBinding(o *sim.Opened, dir, control string, lookupEnv func(string) (string, bool)) ([]byte, error) {
+func writeBinding(o *sim.Opened, dir, control string, scale float64, lookupEnv func(string) (string, bool)) ([]byte, error) {
 	secrets := sim.SecretsFrom(lookupEnv)
 	refs := sim.SecretRefs{}
 	for _, s := range []struct {
@@ -184,9 +184,10 @@ func writeBinding(o *sim.Opened, dir, control string, lookupEnv func(string) (st
 		*s.ref = "file:" + path
 	}
 	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, refs)
+	b.Simulator = &binding.Simulator{Control: control, TimeScale: scale}
 	var text strings.Builder
 	fmt.Fprintf(&text, "// The simulated site %s, served by sat sim on loopback.\n", o.Site.Name())
-	fmt.Fprintf(&text, "// Control interface: %s\n", control)
+	fmt.Fprintf(&text, "// Control interface: %s; site time runs %g× wall time.\n", control, scale)
 	if df := o.Site.Defect(); df != nil {
 		fmt.Fprintf(&text, "// Defect %s: violates %s\n", df.Name, df.Violates)
 	}

@@ -48,6 +48,7 @@ func TestSimScripts(t *testing.T) {
 			"sat":      simCmdSat,
 			"simulate": simCmdSimulate,
 			"fault":    simCmdFault,
+			"plan":     cmdPlan,
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				ts.Check(err)

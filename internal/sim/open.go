@@ -73,9 +73,9 @@ func (p Paths) resolve(site string) (Paths, error) {
 		}
 		*s = abs
 	}
-	for what, dir := range map[string]string{"sim config": p.Config, "profiles": p.Profiles} {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return p, fmt.Errorf("%s directory %s: not found (run from the repository root, or pass its path)", what, dir)
+	for _, d := range []struct{ what, dir string }{{"sim config", p.Config}, {"profiles", p.Profiles}} {
+		if st, err := os.Stat(d.dir); err != nil || !st.IsDir() {
+			return p, fmt.Errorf("%s directory %s: not found (run from the repository root, or pass its path)", d.what, d.dir)
 		}
 	}
 	return p, nil

@@ -27,7 +27,10 @@ func (s *Site) Run(ctx context.Context, clk clock.Clock, scale float64) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-clk.After(tick):
+		default:
+		}
+		if clk.Sleep(ctx, tick) != nil {
+			return nil
 		}
 		due := base + time.Duration(float64(clk.Now().Sub(start))*scale)
 		if behind := due - s.Time(); behind > maxCatchUp {
@@ -44,7 +47,27 @@ func (s *Site) stepUntil(due time.Duration) {
 	defer s.mu.Unlock()
 	for s.t+s.dt/2 <= due.Seconds() {
 		s.step()
+		if s.observe != nil {
+			s.observe(s.epoch.Add(s.simTime()))
+		}
 	}
+}
+
+// AdvanceTo steps the simulation to wall time t (the epoch plus sim
+// time), to the nearest physics step: the site is the world of a
+// clock.Lockstep, which moves it only when no goroutine of the run is
+// running.
+func (s *Site) AdvanceTo(t time.Time) {
+	s.stepUntil(t.Sub(s.epoch))
+}
+
+// Observe calls f, with the site's lock held, after every physics step
+// that AdvanceTo or Run takes, with the time the site then stands at
+// (nil: none). Tests use it to follow the physics step by step.
+func (s *Site) Observe(f func(now time.Time)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.observe = f
 }
 
 // Steps is how many physics steps have run.

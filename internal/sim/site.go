@@ -44,6 +44,7 @@ type Site struct {
 	devices    []Device       // refreshed in Step at their update period
 	devEntries []*deviceEntry
 	devFault   DeviceFaulter
+	observe    func(now time.Time)
 }
 
 // Options tune a new site.
