@@ -246,8 +246,8 @@ func checkInventory(rc refChecker) {
 func checkKindContent(m *Module, path string, diags *diag.List) {
 	has := map[string]bool{"it": len(m.Racks) > 0, "power": len(m.Blocks) > 0, "cooling": len(m.Loops) > 0, "controls": len(m.Networks) > 0}
 	what := map[string]string{"it": "racks", "power": "blocks", "cooling": "loops", "controls": "networks"}
-	for kind, present := range has {
-		if present && kind != m.Kind && m.Kind != "" {
+	for _, kind := range []string{"it", "power", "cooling", "controls"} {
+		if has[kind] && kind != m.Kind && m.Kind != "" {
 			diags.Errorf(RuleKind, m.Pos, path, "%s: %s %s module declares %s; only %s modules hold %s", path, article(m.Kind), m.Kind, what[kind], kind, what[kind]).Hint = "move the " + what[kind] + " into a module of kind " + kind + ", or change this module's kind"
 		}
 	}

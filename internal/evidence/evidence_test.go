@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seamdc/seam/internal/peer"
+
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
 
@@ -175,7 +177,7 @@ func TestSignedManifestInteropWithSSHKeygen(t *testing.T) {
 	// OpenSSH accepts the signature as it is.
 	allowed := filepath.Join(t.TempDir(), "allowed")
 	require.NoError(t, os.WriteFile(allowed, []byte("engineer@site "+string(ssh.MarshalAuthorizedKey(sshPub))), 0o644))
-	cmd := exec.Command("ssh-keygen", "-Y", "verify", "-f", allowed, "-I", "engineer@site", "-n", Namespace, "-s", filepath.Join(dir, SignatureFile))
+	cmd := exec.Command(peer.Need(t, "ssh-keygen"), "-Y", "verify", "-f", allowed, "-I", "engineer@site", "-n", Namespace, "-s", filepath.Join(dir, SignatureFile))
 	manifest, err := os.Open(filepath.Join(dir, ManifestFile))
 	require.NoError(t, err)
 	defer manifest.Close()

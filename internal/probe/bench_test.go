@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seamdc/seam/internal/peer"
+
 	"github.com/simonvetter/modbus"
 	"github.com/stretchr/testify/require"
 
@@ -105,10 +107,7 @@ func BenchmarkModbusProbeVsBare(b *testing.B) {
 // the 32 input registers once (a process start, a connection and one
 // request per op).
 func BenchmarkMbpollOneShot(b *testing.B) {
-	bin, err := exec.LookPath("mbpoll")
-	if err != nil {
-		b.Fatal("mbpoll not found: install the Debian package mbpoll (.ci/run installs it)")
-	}
+	bin := peer.Need(b, "mbpoll")
 	p := shipped(b, "generic-cdu-int16")
 	srv := startModbus(b, p, nil)
 	srv.Record(false)
@@ -126,10 +125,7 @@ func BenchmarkMbpollOneShot(b *testing.B) {
 // mbpoll polling continuously at its fastest rate (-l 10, its minimum
 // poll period) for 2 s.
 func BenchmarkMbpollContinuous(b *testing.B) {
-	bin, err := exec.LookPath("mbpoll")
-	if err != nil {
-		b.Fatal("mbpoll not found: install the Debian package mbpoll (.ci/run installs it)")
-	}
+	bin := peer.Need(b, "mbpoll")
 	p := shipped(b, "generic-cdu-int16")
 	srv := startModbus(b, p, nil)
 	srv.Record(false)

@@ -8,13 +8,11 @@ package probe
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,41 +23,8 @@ import (
 
 	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/clock"
-	"github.com/seamdc/seam/internal/probe/probetest"
+	"github.com/seamdc/seam/internal/peer"
 )
-
-// need returns the path of a peer's program or fails saying what to install.
-func need(t *testing.T, program, pkg string) string {
-	t.Helper()
-	path, err := exec.LookPath(program)
-	if err != nil {
-		for _, dir := range []string{"/usr/sbin", "/usr/bin"} {
-			if _, err := os.Stat(filepath.Join(dir, program)); err == nil {
-				return filepath.Join(dir, program)
-			}
-		}
-		t.Fatalf("%s not found: install the Debian package %s (.ci/run installs it)", program, pkg)
-	}
-	return path
-}
-
-// start runs a peer until the test ends; its output is shown when the
-// test fails.
-func start(t *testing.T, env []string, name string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(name), out.String())
-		}
-	})
-}
 
 // sharedDir makes a directory that a peer dropping privileges to
 // nobody can read and write.
@@ -115,18 +80,26 @@ var interopEnv = map[string]string{"AUTH": interopAuth, "PRIV": interopPriv, "C"
 
 func interopLookup(k string) (string, bool) { v, ok := interopEnv[k]; return v, ok }
 
-// readAll reads dev, waiting up to 20 s for a peer that is starting.
+// readAll reads dev once (the peer is ready: see snmpReady).
 func readAll(t *testing.T, dev *binding.Device, clk clock.Clock) map[string]Reading {
 	t.Helper()
-	d := open(t, dev, Options{LookupEnv: interopLookup, Clock: clk})
-	var rs map[string]Reading
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		rs = read(t, d)
-		if qualities(rs)[Bad] == 0 || time.Now().After(deadline) {
-			return rs
+	return read(t, open(t, dev, Options{LookupEnv: interopLookup, Clock: clk}))
+}
+
+// snmpReady is ready once a v2c device of profile reads every point
+// good at addr.
+func snmpReady(t *testing.T, addr, profile, community string) func(context.Context) error {
+	dev := snmpDevices(t, profile, addr, community, "")[0]
+	return func(ctx context.Context) error {
+		d, err := Open(dev, Options{LookupEnv: interopLookup})
+		if err != nil {
+			return err
 		}
-		time.Sleep(200 * time.Millisecond)
+		defer d.Close()
+		if _, err := d.Read(ctx); err != nil {
+			return err
+		}
+		return nil
 	}
 }
 
@@ -145,22 +118,21 @@ func checkRecorded(t *testing.T, dev *binding.Device, rs map[string]Reading) {
 // snmpsim replays the recordings: each file is a community (v2c) and a
 // context (v3).
 func TestInteropSnmpsim(t *testing.T) {
-	bin := need(t, "snmpsimd", "snmpsim")
+	bin := peer.Need(t, "snmpsimd")
 	dir := sharedDir(t)
 	data, cache := filepath.Join(dir, "data"), filepath.Join(dir, "cache")
 	require.NoError(t, os.MkdirAll(cache, 0o777))
 	require.NoError(t, os.Chmod(cache, 0o777))
 	require.NoError(t, os.CopyFS(data, os.DirFS("../../fixtures/snmprec")))
 	require.NoError(t, os.Chmod(data, 0o755))
-	addr, err := probetest.FreeUDPPort()
-	require.NoError(t, err)
-	args := []string{"--data-dir=" + data, "--cache-dir=" + cache, "--agent-udpv4-endpoint=" + addr,
+	addr := peer.FreeUDP(t)
+	args := []string{bin, "--data-dir=" + data, "--cache-dir=" + cache, "--agent-udpv4-endpoint=" + addr,
 		"--v3-user=seam", "--v3-auth-key=" + interopAuth, "--v3-auth-proto=SHA",
 		"--v3-priv-key=" + interopPriv, "--v3-priv-proto=AES", "--logging-method=stderr"}
 	if os.Geteuid() == 0 {
 		args = append(args, "--process-user=nobody", "--process-group=nogroup")
 	}
-	start(t, nil, bin, args...)
+	peer.Start(t, "snmpsimd", peer.Spec{Args: args, Ready: snmpReady(t, addr, "ietf-ups", "ietf-ups")})
 
 	for name := range recorded {
 		for _, dev := range snmpDevices(t, name, addr, name, name) {
@@ -193,10 +165,9 @@ func TestInteropSnmpsim(t *testing.T) {
 // net-snmp's snmpd serves the recorded values (override directives
 // generated from the .snmprec files), v2c and v3 authPriv SHA/AES.
 func TestInteropSnmpd(t *testing.T) {
-	bin := need(t, "snmpd", "snmpd")
+	bin := peer.Need(t, "snmpd")
 	dir := sharedDir(t)
-	addr, err := probetest.FreeUDPPort()
-	require.NoError(t, err)
+	addr := peer.FreeUDP(t)
 	conf := []string{"agentAddress udp:" + addr, "rocommunity " + interopCommunity + " 127.0.0.1",
 		fmt.Sprintf("createUser seam SHA %q AES %q", interopAuth, interopPriv), "rouser seam priv"}
 	for name := range recorded {
@@ -206,8 +177,9 @@ func TestInteropSnmpd(t *testing.T) {
 	}
 	confPath := filepath.Join(dir, "snmpd.conf")
 	require.NoError(t, os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o644))
-	start(t, []string{"SNMP_PERSISTENT_DIR=" + filepath.Join(dir, "persist"), "MIBS="}, bin,
-		"-f", "-Le", "-C", "-c", confPath, "-p", filepath.Join(dir, "snmpd.pid"))
+	peer.Start(t, "snmpd", peer.Spec{Env: []string{"SNMP_PERSISTENT_DIR=" + filepath.Join(dir, "persist"), "MIBS="},
+		Args:  []string{bin, "-f", "-Le", "-C", "-c", confPath, "-p", filepath.Join(dir, "snmpd.pid")},
+		Ready: snmpReady(t, addr, "ietf-ups", "C")})
 
 	for name := range recorded {
 		for _, dev := range snmpDevices(t, name, addr, "C", "") {
@@ -259,10 +231,7 @@ type pyPoint struct {
 // A pymodbus server encodes registers with Python's struct module; the
 // probe reads them through the CDU profiles and writes a setpoint back.
 func TestInteropPymodbus(t *testing.T) {
-	python := "/usr/bin/python3" // Debian's, where python3-pymodbus lives
-	if out, err := exec.Command(python, "-c", "import pymodbus").CombinedOutput(); err != nil {
-		t.Fatalf("%s cannot import pymodbus: install the Debian package python3-pymodbus (.ci/run installs it): %v\n%s", python, err, out)
-	}
+	python := peer.Python(t, "pymodbus")
 	tests := map[string][]pyPoint{
 		"generic-cdu-int16": {
 			{point: "secondary-supply-temp", Raw: 325, want: 32.5},
@@ -296,11 +265,9 @@ func TestInteropPymodbus(t *testing.T) {
 			require.NoError(t, err)
 			specPath := filepath.Join(t.TempDir(), "spec.json")
 			require.NoError(t, os.WriteFile(specPath, spec, 0o644))
-			addr, err := probetest.FreeTCPPort()
-			require.NoError(t, err)
+			addr := peer.FreeTCP(t)
 			_, port, _ := net.SplitHostPort(addr)
-			start(t, nil, python, "testdata/pymodbus_server.py", specPath, port)
-			waitTCP(t, addr)
+			peer.Start(t, "pymodbus", peer.Spec{Args: []string{python, "testdata/pymodbus_server.py", specPath, port}, Ready: peer.TCP(addr)})
 
 			dev := mbDevice(p, addr)
 			dev.Unit, dev.Timeout = 1, time.Second
@@ -324,20 +291,4 @@ func values(m map[string]Reading) []Reading {
 		out = append(out, r)
 	}
 	return out
-}
-
-func waitTCP(t *testing.T, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s after 20 s: %v", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -9,12 +9,13 @@ import (
 	"image/color"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seamdc/seam/internal/peer"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -23,16 +24,7 @@ import (
 var screenshots = flag.String("screenshots", "", "also write screenshots of the report TestHTMLInChromium opens to this directory")
 
 // chromium finds the browser that .ci/run installs (Debian's chromium).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium on PATH: install Debian's chromium (.ci/run does)")
-	return ""
-}
+func chromium(t *testing.T) string { return peer.Need(t, "chromium") }
 
 // page is what the browser saw when it opened a report.
 type page struct {

@@ -1,8 +1,12 @@
 package runner
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/seamdc/seam/internal/grade"
@@ -68,10 +72,9 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 		r.log.Warn("case aborted", "case", c.ID)
 		return
 	}
-	if trip := r.caseTrip(); trip != "" {
-		r.recoverBanks(ctx, cr)
-		r.endCase(cr, grade.Error, trip+": the case stopped there and was not graded", &tl, [2]int64{from, r.b.SamplesSize()})
-		return
+	trip := r.caseTrip()
+	if trip != "" {
+		stepErr = errors.New(trip)
 	}
 	if stepErr != nil {
 		r.log.Error("case step failed", "case", c.ID, "err", stepErr)
@@ -88,6 +91,9 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 		return
 	}
 	outcome, reason := caseOutcome(verdicts, stepErr)
+	if trip != "" { // the load dropped under the case: its checks say nothing of the site
+		outcome, reason = grade.Error, trip+"; the case stopped there: its checks are recorded, not counted"
+	}
 	res.Checks = checkResults(r.cfg.Plan, c, verdicts)
 	r.endCase(cr, outcome, reason, &tl, [2]int64{from, to})
 }
@@ -200,8 +206,9 @@ func (r *Runner) precondition(ctx context.Context, cr *caseRun, n int, pre plan.
 // restore step): on the simulator by its control interface; on a real
 // site the log says which.
 func (r *Runner) cleanUp(cr *caseRun) {
-	for key, on := range cr.injected {
-		if !on {
+	keys := slices.SortedFunc(maps.Keys(cr.injected), func(a, b [2]string) int { return cmp.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) })
+	for _, key := range keys {
+		if !cr.injected[key] {
 			continue
 		}
 		if f := r.cfg.Site.Faults; f != nil {

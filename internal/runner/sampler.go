@@ -254,8 +254,8 @@ func (s *sampler) watchSilence(ctx context.Context, every time.Duration) {
 			return
 		}
 		now := s.r.clk.Now()
-		for _, ls := range s.locks {
-			for _, l := range ls {
+		for _, ch := range sortedKeys(s.locks) {
+			for _, l := range s.locks[ch] {
 				p := s.devices[l.device]
 				grace := p.period + time.Duration(float64(deviceTimeout(s.r.cfg.Site, l.device))*scale)
 				s.mu.Lock()

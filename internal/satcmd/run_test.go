@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seamdc/seam/internal/peer"
+
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -483,16 +485,8 @@ func TestKillNineThenResume(t *testing.T) {
 	assert.Contains(t, vout, "run: finished (manifest present)")
 }
 
-// buildSat builds the sat binary into a temporary directory.
-func buildSat(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "sat")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/sat")
-	cmd.Dir = filepath.Join("..", "..")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
+// buildSat builds the sat binary (once per test process).
+func buildSat(t *testing.T) string { return peer.BuildGo(t, "./cmd/sat") }
 
 // serveSimHere runs the simulated site in this process, as sat sim does:
 // devices on loopback, the control interface, the binding (with its
@@ -517,4 +511,48 @@ func serveSimHere(t *testing.T, scale float64) (*sim.Opened, string) {
 	b.Simulator = &binding.Simulator{Control: cs.URL(), TimeScale: scale}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "binding.cue"), binding.Marshal(b, "binding"), 0o644))
 	return o, dir
+}
+
+// A load bank whose watchdog is shorter than its profile says (0.5 s,
+// not 3 s) trips between the runner's 1 s heartbeats: every trip is a
+// journalled, shown event that ends its case as an ERROR, naming how
+// late the heartbeats were (not at all), and the bank is reset only
+// after it read 0 kW and the operator (the simulator) confirmed.
+func TestWatchdogTripIsAnEvent(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join(fixturesDir, "sim", "threemodule", "sim.cue"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, filepath.Join(fixturesDir, "sim", "profiles"))
+	require.NoError(t, err)
+	text := strings.Replace(string(src), `profile_dirs: ["../profiles"]`, fmt.Sprintf("profile_dirs: [%q]", rel), 1)
+	text = strings.Replace(text, `loadbanks: {watchdog: "3 s", remote: true}`, `loadbanks: {watchdog: "0.5 s", remote: true}`, 1)
+	require.Contains(t, text, `"0.5 s"`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sim.cue"), []byte(text), 0o644))
+
+	out := filepath.Join(t.TempDir(), "ev")
+	args := []string{"run", examplePlan(t, plan.SAT), "--sim", "--contracts", exampleDir, "--fixtures", fixturesDir,
+		"--sim-config", dir, "--time-scale", e2eScale, "--out", out}
+	code, stdout, stderr := sat(t, args...)
+	require.Equal(t, 1, code, "ERROR cases: the tool's or a device's failure\n%s", stdout)
+	msg := "load bank lb-ma tripped its heartbeat watchdog: fault 3 (H2 communication); the runner's heartbeats arrived up to 0s late (the watchdog allows 3s)"
+	assert.Contains(t, stderr, "WATCHDOG: "+msg)
+	res, err := results.Read(filepath.Join(out, evidence.ResultsFile))
+	require.NoError(t, err)
+	tripped := 0
+	for _, c := range res.Cases {
+		if strings.HasPrefix(c.Reason, msg) {
+			tripped++
+			assert.Equal(t, grade.Error, c.Outcome, c.ID)
+			require.NotEmpty(t, c.Operator, "the reset was confirmed")
+		}
+	}
+	assert.Positive(t, tripped)
+	journal, err := os.ReadFile(filepath.Join(out, evidence.JournalFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(journal), `"kind":"watchdog","case":"sat.`)
+	assert.Contains(t, string(journal), `"kind":"watchdog_reset"`)
+	assert.Contains(t, string(journal), `"by":"simulator"`)
+	code, vout, _ := sat(t, "verify", out)
+	assert.Equal(t, 0, code, vout)
 }

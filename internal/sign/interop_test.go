@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seamdc/seam/internal/peer"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
@@ -25,7 +27,7 @@ var keyTypes = []struct{ name, args string }{
 // sshKeygen runs ssh-keygen with stdin and returns its combined output.
 func sshKeygen(t *testing.T, stdin []byte, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("ssh-keygen", args...)
+	cmd := exec.Command(peer.Need(t, "ssh-keygen"), args...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -61,10 +61,10 @@ func ParseStatement(b []byte) (Statement, error) {
 	if s.Type != StatementType {
 		return Statement{}, fmt.Errorf("statement type %q, want %q", s.Type, StatementType)
 	}
-	for name, v := range map[string]string{"site": s.Site, "boundary": s.Boundary, "party": s.Party,
-		"digest": s.Digest, "schema.version": s.Schema.Version} {
-		if v == "" {
-			return Statement{}, fmt.Errorf("statement has no %s", name)
+	for _, f := range []struct{ name, v string }{{"site", s.Site}, {"boundary", s.Boundary}, {"party", s.Party},
+		{"digest", s.Digest}, {"schema.version", s.Schema.Version}} {
+		if f.v == "" {
+			return Statement{}, fmt.Errorf("statement has no %s", f.name)
 		}
 	}
 	if _, err := time.Parse(time.RFC3339, s.SignedAt); err != nil {

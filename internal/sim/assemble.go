@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -256,7 +258,8 @@ func (s *Sim) applyDefect() error {
 		return nil
 	}
 	var errs []error
-	for name, pts := range df.Devices {
+	for _, name := range slices.Sorted(maps.Keys(df.Devices)) {
+		pts := df.Devices[name]
 		d := s.byName[name]
 		if d == nil {
 			errs = append(errs, fmt.Errorf("%s: defect %s: no device %q%s", df.Pos, df.Name, name, hint(profile.Suggest(name, s.deviceNames()))))

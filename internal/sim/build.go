@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/seamdc/seam/internal/contract"
@@ -66,8 +68,9 @@ func (s *Site) build(c *contract.Contracts) error {
 // checkOverrides fails on a sim config or defect that tunes an element
 // the site does not have: a typo there would silently test nothing.
 func (s *Site) checkOverrides() error {
-	for id, pos := range s.cfg.Elements() {
-		if s.elements[id] == nil {
+	tuned := s.cfg.Elements()
+	for _, id := range slices.Sorted(maps.Keys(tuned)) {
+		if pos := tuned[id]; s.elements[id] == nil {
 			return fmt.Errorf("%s: the sim config tunes %q, which is not a block or loop of the site", pos, id)
 		}
 	}

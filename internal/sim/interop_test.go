@@ -1,16 +1,14 @@
 package sim
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"net"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seamdc/seam/internal/peer"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,15 +19,6 @@ import (
 // python3-pymodbus, which .ci/run installs; a missing tool fails the
 // test, never skips it.
 
-func tool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s not found: install the Debian package %s (.ci/run installs it)", name, pkg)
-	}
-	return p
-}
-
 // served builds the example site and serves its devices.
 func served(t *testing.T) *Sim {
 	s := example(t, "")
@@ -39,16 +28,7 @@ func served(t *testing.T) *Sim {
 }
 
 func run(t *testing.T, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if err != nil {
-		return out.String() + errb.String(), fmt.Errorf("%s %s: %w\n%s%s", name, strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return out.String(), nil
+	return peer.Run(20*time.Second, append([]string{name}, args...)...)
 }
 
 func hostPort(t *testing.T, addr string) (string, string) {
@@ -58,7 +38,7 @@ func hostPort(t *testing.T, addr string) (string, string) {
 }
 
 func TestInteropSNMPv2cGetAndWalk(t *testing.T) {
-	snmpget, snmpwalk := tool(t, "snmpget", "snmp"), tool(t, "snmpwalk", "snmp")
+	snmpget, snmpwalk := peer.Need(t, "snmpget"), peer.Need(t, "snmpwalk")
 	s := served(t)
 	apc := s.Device("pdu-ma-r01-a") // APC rPDU2, v2c
 	target := "udp:" + apc.Addr()
@@ -79,7 +59,7 @@ func TestInteropSNMPv2cGetAndWalk(t *testing.T) {
 }
 
 func TestInteropSNMPv3AuthPriv(t *testing.T) {
-	snmpget, snmpwalk := tool(t, "snmpget", "snmp"), tool(t, "snmpwalk", "snmp")
+	snmpget, snmpwalk := peer.Need(t, "snmpget"), peer.Need(t, "snmpwalk")
 	s := served(t)
 	rar := s.Device("pdu-mb-r01-a") // Raritan PX, v3 authPriv
 	sec := SecretsFrom(func(string) (string, bool) { return "", false })
@@ -138,7 +118,7 @@ func mbpollRead(t *testing.T, mbpoll, addr string, start, count int) map[int]int
 }
 
 func TestInteropMbpollReadsTheCDU(t *testing.T) {
-	mbpoll := tool(t, "mbpoll", "mbpoll")
+	mbpoll := peer.Need(t, "mbpoll")
 	s := served(t)
 	cdu := s.Device("l1-cdu-1") // generic CDU, int16 × 10
 	regs := mbpollRead(t, mbpoll, cdu.Addr(), 0, 24)
@@ -181,10 +161,7 @@ c.close()
 `
 
 func TestInteropPymodbusWritesTheLoadBank(t *testing.T) {
-	python := tool(t, "/usr/bin/python3", "python3-pymodbus")
-	if _, err := run(t, python, "-c", "import pymodbus.client"); err != nil {
-		t.Fatalf("Debian's python3 cannot import pymodbus: install the Debian package python3-pymodbus (.ci/run installs it): %v", err)
-	}
+	python := peer.Python(t, "pymodbus.client")
 	s := served(t)
 	lb := s.Device("lb-ma")
 	host, port := hostPort(t, lb.Addr())

@@ -6,7 +6,9 @@ package units
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -169,7 +171,7 @@ func Suggest(name string) string {
 	if g, ok := aliases[name]; ok {
 		return g
 	}
-	for known := range table {
+	for _, known := range slices.Sorted(maps.Keys(table)) {
 		if strings.EqualFold(known, name) {
 			return known
 		}

@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -468,7 +470,8 @@ func (d *Device) reboot(down bool) error {
 func (d *Device) SetFactors(factors map[string]float64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for name, f := range factors {
+	for _, name := range slices.Sorted(maps.Keys(factors)) {
+		f := factors[name]
 		found := false
 		for i := range d.ordered {
 			if d.ordered[i].Point.Name == name {
