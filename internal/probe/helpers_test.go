@@ -28,7 +28,7 @@ func shipped(t testing.TB, name string) *profile.Profile {
 
 func mbDevice(p *profile.Profile, addr string) *binding.Device {
 	return &binding.Device{Name: "dev1", Protocol: binding.ModbusTCP, Address: addr, Unit: 7,
-		Timeout: 200 * time.Millisecond, ProfileName: p.Name, Profile: p}
+		Timeout: time.Second, ProfileName: p.Name, Profile: p}
 }
 
 func startModbus(t testing.TB, p *profile.Profile, values map[string]float64) *probetest.Modbus {

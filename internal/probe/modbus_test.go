@@ -57,24 +57,24 @@ func TestModbusTimeout(t *testing.T) {
 	p := shipped(t, "generic-cdu-int16")
 	srv := startModbus(t, p, map[string]float64{"heat-load": 100})
 	dev := mbDevice(p, srv.Addr)
-	dev.Timeout = 50 * time.Millisecond
+	dev.Timeout = 300 * time.Millisecond
 	d := open(t, dev, Options{})
 	srv.SetFault(func(r probetest.Request) (time.Duration, error) {
 		if r.Table == profile.Input {
-			return 200 * time.Millisecond, nil
+			return time.Second, nil
 		}
 		return 0, nil
 	})
 	rs := read(t, d)
 	r := rs["heat-load"]
 	require.Equal(t, Bad, r.Quality)
-	assert.EqualError(t, r.Err, "device dev1 (modbus-tcp "+srv.Addr+" unit 7) at input registers 0..31: read: timed out after 50ms")
+	assert.EqualError(t, r.Err, "device dev1 (modbus-tcp "+srv.Addr+" unit 7) at input registers 0..31: read: timed out after 300ms")
 	var te *TimeoutError
 	assert.True(t, errors.As(r.Err, &te))
 	assert.Equal(t, Good, rs["dp-setpoint"].Quality, "the holding registers answered on a fresh connection")
 
 	srv.SetFault(nil)
-	time.Sleep(250 * time.Millisecond) // let the slow replies drain
+	time.Sleep(800 * time.Millisecond) // let the slow replies drain
 	rs = read(t, d)
 	assert.Equal(t, Good, rs["heat-load"].Quality)
 	assert.Equal(t, 100.0, rs["heat-load"].Value)
@@ -147,7 +147,7 @@ func TestModbusGarbageReplies(t *testing.T) {
 	proxy.Mutate(func(b []byte) []byte { b[2], b[3] = 0xBE, 0xEF; return b })
 	rs = read(t, d)
 	require.Equal(t, Bad, rs["heat-load"].Quality)
-	assert.Contains(t, rs["heat-load"].Err.Error(), "timed out after 200ms")
+	assert.Contains(t, rs["heat-load"].Err.Error(), "timed out after 1s")
 
 	proxy.Mutate(func(b []byte) []byte { return append(b[:7], 0x83, 0x02) }) // function code mismatch
 	rs = read(t, d)

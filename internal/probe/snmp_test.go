@@ -20,12 +20,12 @@ var testEnv = map[string]string{"C": "c0mmunity", "AUTH": "auth-pass-1234", "PRI
 func lookupEnv(k string) (string, bool) { v, ok := testEnv[k]; return v, ok }
 
 func v2cDevice(p *profile.Profile, addr string) *binding.Device {
-	return &binding.Device{Name: "pdu1", Protocol: binding.SNMPv2c, Address: addr, Timeout: 100 * time.Millisecond,
+	return &binding.Device{Name: "pdu1", Protocol: binding.SNMPv2c, Address: addr, Timeout: 500 * time.Millisecond,
 		Community: binding.Secret{Ref: "env:C", What: "community of device pdu1"}, ProfileName: p.Name, Profile: p}
 }
 
 func v3Device(p *profile.Profile, addr string) *binding.Device {
-	return &binding.Device{Name: "pdu1", Protocol: binding.SNMPv3, Address: addr, Timeout: 200 * time.Millisecond,
+	return &binding.Device{Name: "pdu1", Protocol: binding.SNMPv3, Address: addr, Timeout: time.Second,
 		V3: &binding.V3{User: "seam", AuthProtocol: "SHA", AuthPass: binding.Secret{Ref: "env:AUTH", What: "auth passphrase"},
 			PrivProtocol: "AES", PrivPass: binding.Secret{Ref: "env:PRIV", What: "priv passphrase"}},
 		ProfileName: p.Name, Profile: p}
@@ -132,8 +132,8 @@ func TestSNMPFaults(t *testing.T) {
 		fault probetest.Action
 		want  string
 	}{
-		{"silence", probetest.Action{Drop: true}, "read: timed out after 100ms"},
-		{"late reply", probetest.Action{Delay: 300 * time.Millisecond}, "read: timed out after 100ms"},
+		{"silence", probetest.Action{Drop: true}, "read: timed out after 500ms"},
+		{"late reply", probetest.Action{Delay: 1500 * time.Millisecond}, "read: timed out after 500ms"},
 		{"error status", probetest.Action{Status: gosnmp.GenErr}, "read: error status GenErr at variable 0"},
 		{"garbage", probetest.Action{Reply: func([]byte) []byte { return []byte{0x30, 0x03, 0x02, 0x01, 0x09} }}, "read: "},
 	}
@@ -147,7 +147,7 @@ func TestSNMPFaults(t *testing.T) {
 			assert.Contains(t, rs["cord-power"].Err.Error(), "device pdu1 (snmp-v2c "+a.Addr+") at GET of 7 OIDs from 1.3.6.1.4.1.1718.4.1.3.3.1.3.1.1: "+tt.want)
 
 			a.SetFault(nil)
-			time.Sleep(350 * time.Millisecond) // late replies drain
+			time.Sleep(1100 * time.Millisecond) // late replies drain
 			rs = read(t, d)
 			assert.Equal(t, map[Quality]int{Good: 7}, qualities(rs))
 			assert.Equal(t, 3.5, rs["cord-power"].Value)

@@ -23,6 +23,7 @@ import (
 //	simulate start OUTDIR ARGS...     start `sat sim ARGS... --out OUTDIR` in the
 //	                                  background; returns once the binding is written
 //	simulate stop                     interrupt it and check it exits 0
+//	simwait D                         wait until D of sim time has passed
 //	fault inject|clear KIND TARGET    drive its control interface
 //	sleep DURATION                    wait (wall time)
 func TestSimScripts(t *testing.T) {
@@ -49,11 +50,7 @@ func TestSimScripts(t *testing.T) {
 			"simulate": simCmdSimulate,
 			"fault":    simCmdFault,
 			"plan":     cmdPlan,
-			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
-				d, err := time.ParseDuration(args[0])
-				ts.Check(err)
-				time.Sleep(d)
-			},
+			"simwait":  simCmdWait,
 		},
 	})
 }
@@ -178,5 +175,32 @@ func simCmdFault(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if err != nil {
 		fmt.Fprintln(ts.Stderr(), err)
+	}
+}
+
+// simCmdWait waits until the running simulator's time has moved on by D
+// (its status over the control interface): a wait in site time, however
+// busy the machine, bounded by a minute of wall time.
+func simCmdWait(ts *testscript.TestScript, neg bool, args []string) {
+	bg := ts.Value("sim").(*background)
+	if len(args) != 1 {
+		ts.Fatalf("usage: simwait DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	url, err := os.ReadFile(filepath.Join(bg.out, "control.url"))
+	ts.Check(err)
+	c := &sim.Client{URL: strings.TrimSpace(string(url))}
+	ctx := context.Background()
+	st, err := c.Status(ctx)
+	ts.Check(err)
+	until, deadline := st.SimSeconds+d.Seconds(), time.Now().Add(time.Minute)
+	for st.SimSeconds < until {
+		if time.Now().After(deadline) {
+			ts.Fatalf("the simulator's time did not move on by %s within a minute (it stands at %.3f s)", d, st.SimSeconds)
+		}
+		time.Sleep(10 * time.Millisecond)
+		st, err = c.Status(ctx)
+		ts.Check(err)
 	}
 }

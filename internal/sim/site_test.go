@@ -158,7 +158,7 @@ func TestRunKeepsSimTimeOnTheClock(t *testing.T) {
 			}
 			clk.Advance(10 * time.Millisecond)
 			want := int64(float64(i) * scale)
-			require.Eventually(t, func() bool { return s.Site.Steps() == want }, time.Second, time.Millisecond, "scale %v tick %d", scale, i)
+			require.Eventually(t, func() bool { return s.Site.Steps() == want }, 10*time.Second, time.Millisecond, "scale %v tick %d", scale, i)
 		}
 		cancel()
 		for clk.Waiters() > 0 {
@@ -180,7 +180,7 @@ func TestRunSkipsAheadAfterAPause(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	clk.Advance(time.Minute) // the process was suspended
-	require.Eventually(t, func() bool { return s.Site.Steps() >= 100 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Site.Steps() >= 100 }, 10*time.Second, time.Millisecond)
 	cancel()
 	for clk.Waiters() > 0 {
 		clk.Advance(10 * time.Millisecond)
