@@ -58,7 +58,7 @@ demo: build
 # The figures the issues name, one table per package (ns/op and the
 # custom metrics each benchmark reports). Heavy benchmarks run a fixed
 # number of times; the whole table takes a few minutes.
-BENCH_PKGS := ./internal/contract ./internal/compile ./internal/diff ./internal/sign \
+BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal/diff ./internal/sign \
 	./internal/probe ./internal/sim ./internal/grade ./internal/runner ./internal/report
 bench:
 	@mkdir -p $(OUT)

@@ -50,6 +50,8 @@
 //	zero          a load bank zeroed: its read-back
 //	case_end      a case's result (results.Case) and its grading timeline
 //	heartbeat     a load bank heartbeat that failed
+//	watchdog      a load bank's heartbeat watchdog tripped: how late the heartbeats were
+//	watchdog_reset a tripped bank reset once it read 0 kW and the operator confirmed
 //
 // and the evidence package's own: checkpoint, resume, file, run_end.
 package runner
