@@ -23,7 +23,12 @@ const example = "../../contracts/examples/threemodule"
 func copyExample(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"controls.cue", "cooling.cue", "it.cue", "joints.cue", "power.cue", "site.cue", "cue.mod/module.cue"} {
+	names, err := filepath.Glob(filepath.Join(example, "*.cue"))
+	require.NoError(t, err)
+	for i := range names {
+		names[i] = filepath.Base(names[i])
+	}
+	for _, name := range append(names, "cue.mod/module.cue") {
 		b, err := os.ReadFile(filepath.Join(example, name))
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))

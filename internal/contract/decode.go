@@ -50,6 +50,17 @@ func (d *decoder) module(n node) *Module {
 	for _, r := range n.entries("racks") {
 		m.Racks = append(m.Racks, d.rack(m.ID, r))
 	}
+	for _, rd := range n.entries("rack_designs") {
+		m.RackDesigns = append(m.RackDesigns, d.rackDesign(rd))
+	}
+	for _, r := range m.Racks {
+		if r.Design.To != "" {
+			r.DesignOf = m.RackDesign(r.Design.To)
+		}
+	}
+	for _, sd := range n.entries("scale_up_domains") {
+		m.ScaleUp = append(m.ScaleUp, &ScaleUpDomain{Path: sd.path, ID: m.ID + "/" + sd.name, Module: m.ID, Racks: sd.refs("racks"), Pos: sd.pos()})
+	}
 	for _, b := range n.entries("blocks") {
 		m.Blocks = append(m.Blocks, d.block(m.ID, b))
 	}
@@ -66,6 +77,9 @@ func (d *decoder) module(n node) *Module {
 func (d *decoder) rack(module string, n node) *Rack {
 	r := &Rack{Path: n.path, ID: module + "/" + n.name, Module: module, DesignPower: n.q("design_power", units.Power),
 		GPUs: n.int("gpus"), LiquidFraction: n.q("liquid_fraction", units.Ratio), CooledBy: n.ref("cooled_by"), Pos: n.pos()}
+	if n.at("design").exists() {
+		r.Design = n.ref("design")
+	}
 	if lf := r.LiquidFraction; lf.Set && (lf.Canon <= 0 || lf.Canon > 100) {
 		d.diags.Add(diag.Diagnostic{Rule: RuleRange, Severity: diag.Error, Pos: lf.Pos, Path: n.path + ".liquid_fraction",
 			Message: fmt.Sprintf("%s.liquid_fraction: %s is not a share of the rack's heat", n.path, lf.Raw), Hint: "write a percentage above 0 % and at most 100 %"})
@@ -251,4 +265,19 @@ func (d *decoder) behaviour(n node, dim units.Dimension) Behaviour {
 		Degraded: d.band(n.at("degraded"), dim), DegradedFor: n.q("degraded_for", units.Time),
 		Alarm: n.ref("alarm"), AlarmWithin: n.q("alarm_within", units.Time), Recovery: n.q("recovery", units.Time),
 		Set: true, Pos: n.pos()}
+}
+
+func (d *decoder) rackDesign(n node) *RackDesign {
+	rd := &RackDesign{Path: n.path, Name: n.name, HeightU: n.int("height_u"), Pos: n.pos()}
+	for _, t := range n.entries("trays") {
+		td := &TrayDesign{Path: t.path, Name: t.name, Kind: t.str("kind"), HeightU: t.int("height_u"), Model: t.str("model"),
+			Power: t.q("power", units.Power), PSUs: t.int("psus"), PSUPower: t.q("psu_power", units.Power), Feeds: t.refs("feeds"), Pos: t.pos()}
+		td.Liquid, _ = t.at("liquid").v.Bool()
+		td.Slots = t.ints("slots")
+		for _, p := range t.entries("parts") {
+			td.Parts = append(td.Parts, &PartDesign{Name: p.name, Kind: p.str("kind"), Count: p.int("count"), Model: p.str("model"), Pos: p.pos()})
+		}
+		rd.Trays = append(rd.Trays, td)
+	}
+	return rd
 }

@@ -102,6 +102,20 @@ func (n node) refs(label string) []Ref {
 	return out
 }
 
+// ints reads a list of integers.
+func (n node) ints(label string) []int {
+	it, err := n.at(label).v.List()
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for it.Next() {
+		i, _ := it.Value().Int64()
+		out = append(out, int(i))
+	}
+	return out
+}
+
 func (n node) boolp(label string) *bool {
 	c := n.at(label)
 	if !c.exists() {

@@ -7,171 +7,34 @@ import (
 	"math"
 
 	"github.com/seamdc/seam/internal/cueload"
-
 	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/units"
 )
 
-// Q is a quantity as written in a contract, with its position. A Q that
-// was not written has Set false.
-type Q struct {
-	units.Quantity
-	Set bool
-	Raw string
-	Pos diag.Pos
-}
-
-// Ref is a reference to another element by id, with its position.
-type Ref struct {
-	To  string
-	Pos diag.Pos
-}
-
-// Site is the inventory: modules and what they contain.
-type Site struct {
-	Name      string
-	Pos       diag.Pos
-	Modules   []*Module // sorted by id
-	Shared    []*Shared
-	LoadBanks []*LoadBank
-}
-
-// Module is a factory-built module.
-type Module struct {
-	ID, Kind, Vendor, Generation, FailureDomain string
-	DependsOn                                   []Ref
-	Racks                                       []*Rack
-	Blocks                                      []*Block
-	Loops                                       []*Loop
-	Networks                                    []*Network
-	Pos                                         diag.Pos
-}
-
-// Rack is a rack position inside an IT module; ID is "module/rack".
-type Rack struct {
-	Path           string // contract path
-	ID, Module     string
-	DesignPower    Q
-	GPUs           int
-	Nodes          int
-	NodeIDs        []string
-	LiquidFraction Q
-	CooledBy       Ref
-	PDUs           []*PDU
-	Pos            diag.Pos
-}
-
-// LiquidShare is the fraction (0..1) of the rack's heat taken by liquid.
-func (r *Rack) LiquidShare() float64 {
-	if !r.LiquidFraction.Set {
-		return 1
-	}
-	return r.LiquidFraction.Canon / 100
-}
-
-// PDU is a rack power entry on a feed; ID is "module/rack/pdu".
-type PDU struct {
-	Path    string // contract path
-	ID      string
-	Feed    Ref
-	Breaker Q
-	Voltage Q
-	Pos     diag.Pos
-}
-
-// Block is a power block inside a power module; ID is "module/block".
-type Block struct {
-	Path        string // contract path
-	ID, Module  string
-	Rating      Q
-	Voltage     Q
-	Frequency   Q
-	PowerFactor float64
-	Redundancy  string
-	Powers      []Ref
-	Feeds       []*Feed
-	Pos         diag.Pos
-}
-
-// Feed is one feed of a block; ID is "module/block/feed".
-type Feed struct {
-	Path    string // contract path
-	ID      string
-	Block   *Block
-	Breaker Q
-	UPS     *UPS
-	Pos     diag.Pos
-}
-
-// UPS rides a feed through the loss of its source.
-type UPS struct {
-	Rating, RideThrough Q
-	Pos                 diag.Pos
-}
-
-// Loop is a cooling loop inside a cooling module; ID is "module/loop".
-type Loop struct {
-	Path       string // contract path
-	ID, Module string
-	Coolant    string
-	SupplyTemp Q
-	DeltaT     Q
-	Redundancy string
-	Cools      []Ref
-	CDUs       []*CDU
-	Pos        diag.Pos
-}
-
-// Cp is the coolant's specific heat in kJ/(kg·K).
-func (l *Loop) Cp() float64 {
-	if l.Coolant == "pg25" {
-		return units.CpPG25
-	}
-	return units.CpWater
-}
-
-// CDU is a coolant distribution unit; ID is "module/loop/cdu".
-type CDU struct {
-	ID             string
-	Capacity       Q
-	PumpRedundancy string
-	Pumps          []*Pump
-	Pos            diag.Pos
-}
-
-// Pump is one pump of a CDU; ID is "module/loop/cdu/pump".
-type Pump struct {
-	ID   string
-	Flow Q
-	Pos  diag.Pos
-}
-
-// Network is a controls network; ID is "module/network".
-type Network struct {
-	ID, Module string
-	Paths      int
-	Serves     []Ref
-	Pos        diag.Pos
-}
-
-// Shared is something several modules may depend on.
-type Shared struct {
-	ID, Kind string
-	Paths    int
-	Pos      diag.Pos
-	PathsPos diag.Pos // where paths is written, or the entry's position
-}
-
-// LoadBank is test equipment connected at a module.
-type LoadBank struct {
-	ID         string
-	Module     Ref
-	Rating     Q
-	Resolution Q
-	MaxRate    Q
-	Kind       string
-	Pos        diag.Pos
-}
+// The site's spine is the inventory's (internal/inventory): one model of
+// the site for the contract checks and everything after handover.
+type (
+	Q             = inventory.Q
+	Ref           = inventory.Ref
+	Site          = inventory.Site
+	Module        = inventory.Module
+	Rack          = inventory.Rack
+	PDU           = inventory.PDU
+	Block         = inventory.Block
+	Feed          = inventory.Feed
+	UPS           = inventory.UPS
+	Loop          = inventory.Loop
+	CDU           = inventory.CDU
+	Pump          = inventory.Pump
+	Network       = inventory.Network
+	Shared        = inventory.Shared
+	LoadBank      = inventory.LoadBank
+	RackDesign    = inventory.RackDesign
+	TrayDesign    = inventory.TrayDesign
+	PartDesign    = inventory.PartDesign
+	ScaleUpDomain = inventory.ScaleUpDomain
+)
 
 // Boundary is a joint between a supplier and a consumer module.
 type Boundary struct {
@@ -320,32 +183,8 @@ type Contracts struct {
 	Loaded     *cueload.Result // the CUE value and files behind the model
 	Site       *Site
 	Boundaries []*Boundary
+	// Handovers are the as-built inventories read with the contracts
+	// (ReadInventory); they are not part of the signed contract.
+	Handovers []*inventory.Handover
 }
 
-// Module returns the module with id, or nil.
-func (s *Site) Module(id string) *Module {
-	for _, m := range s.Modules {
-		if m.ID == id {
-			return m
-		}
-	}
-	return nil
-}
-
-// DesignPower is the sum of the module's racks' design power, in kW.
-func (m *Module) DesignPower() float64 {
-	total := 0.0
-	for _, r := range m.Racks {
-		total += r.DesignPower.Canon
-	}
-	return total
-}
-
-// DesignHeat is the module's heat to liquid, in kW.
-func (m *Module) DesignHeat() float64 {
-	total := 0.0
-	for _, r := range m.Racks {
-		total += r.DesignPower.Canon * r.LiquidShare()
-	}
-	return total
-}

@@ -2,6 +2,9 @@ package contract
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -9,10 +12,25 @@ import (
 	"github.com/seamdc/seam/contracts/schema"
 	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/inventory"
 )
 
-// Rules describes every rule id that vet can report.
-var Rules = map[string]string{
+// Rules describes every rule id that vet can report: the contract's
+// and the inventory's (inventory.Rules).
+var Rules = rules()
+
+func rules() map[string]string {
+	out := map[string]string{}
+	for k, v := range contractRules {
+		out[k] = v
+	}
+	for k, v := range inventory.Rules {
+		out[k] = v
+	}
+	return out
+}
+
+var contractRules = map[string]string{
 	cueload.RuleEmpty:      "the directory holds no .cue files",
 	cueload.RuleSyntax:     "a file does not parse as CUE",
 	cueload.RuleModule:     "cue.mod/module.cue is wrong, e.g. a language version newer than this tool",
@@ -100,12 +118,72 @@ func contractUnits(r *cueload.Result) []cue.Path {
 // Vet loads dir and runs every check. Schema and unit errors do not stop
 // the checks that can still run: one error never hides another.
 func Vet(dir string) (*Contracts, diag.List, error) {
+	return VetInventory(dir, nil)
+}
+
+// VetInventory is Vet with the handover inventories at paths (nil: the
+// contract directory's inventory/*.json).
+func VetInventory(dir string, paths []string) (*Contracts, diag.List, error) {
 	c, diags, err := Load(dir)
 	if err != nil || c == nil {
 		return c, diags.Sorted(), err
 	}
+	hd, err := c.ReadInventory(paths)
+	if err != nil {
+		return c, diags.Sorted(), err
+	}
+	diags = append(diags, hd...)
 	diags = append(diags, withoutCascades(Check(c), diags)...)
 	return c, diags.Sorted().Fold(), nil
+}
+
+// InventoryDir is where a contract directory keeps its handover
+// inventory: JSON files, read in name order.
+const InventoryDir = "inventory"
+
+// ReadInventory reads the handover inventories at paths (nil: the
+// contract directory's inventory/*.json) into c.Handovers.
+func (c *Contracts) ReadInventory(paths []string) (diag.List, error) {
+	if paths == nil {
+		found, err := filepath.Glob(filepath.Join(c.Dir, InventoryDir, "*.json"))
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(found)
+		for _, f := range found {
+			paths = append(paths, relative(f))
+		}
+	}
+	var diags diag.List
+	c.Handovers = nil
+	for _, p := range paths {
+		h, hd, err := inventory.ReadHandover(p)
+		if err != nil {
+			return diags, fmt.Errorf("handover inventory: %w", err)
+		}
+		diags = append(diags, hd...)
+		c.Handovers = append(c.Handovers, h)
+	}
+	return diags, nil
+}
+
+// relative is path relative to the working directory when it is below
+// it, as every position is.
+func relative(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
+// Graph joins the site and its handover inventories into the inventory
+// graph, with the problems joining them.
+func (c *Contracts) Graph() (*inventory.Graph, diag.List) {
+	return inventory.Build(c.Site, c.Handovers...)
 }
 
 // withoutCascades drops model findings inside a value that already has a
@@ -157,6 +235,9 @@ func Check(c *Contracts) diag.List {
 	checkCoverage(c, idx, &diags)
 	checkAgreement(c, idx, &diags)
 	checkShared(c, idx, &diags)
+	g, gd := c.Graph()
+	diags = append(diags, gd...)
+	diags = append(diags, inventory.Check(g)...)
 	return diags
 }
 

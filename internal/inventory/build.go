@@ -1,0 +1,473 @@
+package inventory
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/seamdc/seam/internal/diag"
+)
+
+// Build joins the site contract and its handover inventories into one
+// graph. Problems joining them (a record naming a rack that does not
+// exist, a tray where the design has none) are diagnostics; the checks
+// of the joined graph are Check's.
+func Build(site *Site, handovers ...*Handover) (*Graph, diag.List) {
+	b := &builder{g: newGraph(site, estimate(site)), asBuilt: map[*Rack]*RackRecord{}, names: map[*Rack][]*NodeRecord{}, cdus: map[ID][]ID{}}
+	b.join(handovers)
+	b.site()
+	b.g.seal()
+	return b.g, b.diags
+}
+
+type builder struct {
+	g       *Graph
+	diags   diag.List
+	asBuilt map[*Rack]*RackRecord   // the per-rack form
+	names   map[*Rack][]*NodeRecord // the design brief's form, sorted by node
+	cdus    map[ID][]ID             // a loop's CDUs, while the graph is built
+}
+
+// estimate is how many elements the site will have, to size the graph.
+func estimate(site *Site) int {
+	n := 16
+	for _, m := range site.Modules {
+		for _, r := range m.Racks {
+			n += 8
+			if d := r.DesignOf; d != nil {
+				for _, t := range d.Trays {
+					n += t.Count() * (1 + t.PSUs)
+					for _, p := range t.Parts {
+						n += t.Count() * p.Count
+					}
+				}
+			} else {
+				n += r.Nodes
+			}
+		}
+	}
+	return n
+}
+
+func (b *builder) site() {
+	g, s := b.g, b.g.Site
+	root, _ := g.add(None, Element{Key: s.Name, Kind: KindSite, Pos: s.Pos})
+	for _, sh := range s.Shared {
+		g.add(root, Element{Key: "shared/" + sh.ID, Kind: KindShared, Pos: sh.Pos})
+	}
+	// facility modules first: racks link to their feeds and loops
+	for _, m := range s.Modules {
+		if m.Kind != "it" {
+			b.module(root, m)
+		}
+	}
+	for _, m := range s.Modules {
+		if m.Kind == "it" {
+			b.module(root, m)
+		}
+	}
+	for _, lb := range s.LoadBanks {
+		id, _ := g.add(root, Element{Key: lb.ID, Kind: KindLoadBank, PowerW: Watts(lb.Rating), Pos: lb.Pos})
+		if m, ok := g.Lookup(lb.Module.To); ok {
+			g.link(Connects, id, m)
+		}
+	}
+}
+
+func (b *builder) module(root ID, m *Module) {
+	g := b.g
+	mid, _ := g.add(root, Element{Key: m.ID, Kind: KindModule, Pos: m.Pos})
+	for _, bl := range m.Blocks {
+		bid, _ := g.add(mid, Element{Key: bl.ID, Kind: KindBlock, PowerW: Watts(bl.Rating), Pos: bl.Pos})
+		for _, f := range bl.Feeds {
+			fid, _ := g.add(bid, Element{Key: f.ID, Kind: KindFeed, Pos: f.Pos})
+			g.link(Powers, bid, fid)
+			if f.UPS != nil {
+				g.add(fid, Element{Key: f.ID + "/ups", Kind: KindUPS, PowerW: Watts(f.UPS.Rating), Pos: f.UPS.Pos})
+			}
+		}
+	}
+	for _, l := range m.Loops {
+		lid, _ := g.add(mid, Element{Key: l.ID, Kind: KindLoop, Pos: l.Pos})
+		for _, c := range l.CDUs {
+			cid, _ := g.add(lid, Element{Key: c.ID, Kind: KindCDU, PowerW: Watts(c.Capacity), Pos: c.Pos})
+			g.link(Cools, lid, cid)
+			b.cdus[lid] = append(b.cdus[lid], cid)
+			for _, p := range c.Pumps {
+				g.add(cid, Element{Key: p.ID, Kind: KindPump, Pos: p.Pos})
+			}
+		}
+	}
+	for _, n := range m.Networks {
+		g.add(mid, Element{Key: n.ID, Kind: KindNetwork, Pos: n.Pos})
+	}
+	domains := map[string]ID{} // rack id → its declared domain
+	for _, d := range m.ScaleUp {
+		did, _ := g.add(mid, Element{Key: m.ID + "/scale-up/" + strings.TrimPrefix(d.ID, m.ID+"/"), Kind: KindScaleUpDomain, Pos: d.Pos})
+		for _, r := range d.Racks {
+			if !strings.Contains(r.To, "/") {
+				domains[m.ID+"/"+r.To] = did
+			}
+		}
+	}
+	for _, r := range m.Racks {
+		b.rack(mid, m, r, domains)
+	}
+}
+
+// trayKinds maps tray kinds to element kinds.
+var trayKinds = map[string]Kind{Compute: KindCompute, ScaleUpSwitch: KindScaleUpSwitch, PowerShelf: KindPowerShelf,
+	TorSwitch: KindTorSwitch, ManagementSwitch: KindManagementSwitch}
+
+var partKinds = map[string]Kind{GPU: KindGPU, CPU: KindCPU, NIC: KindNIC, DPU: KindDPU, BMC: KindBMC, ASIC: KindASIC, Drive: KindDrive, Memory: KindMemory}
+
+// rackBuild is what one rack's trays share while they are added.
+type rackBuild struct {
+	id, busbar, manifold, domain ID
+	pdus                         map[string]ID // by PDU name
+	tors, mgmts                  map[int]ID    // switches by slot
+	rec                          *RackRecord
+	bySlot                       map[int]*TrayRecord
+	names                        []*NodeRecord
+	node                         int // compute trays added
+}
+
+func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
+	g := b.g
+	rb := &rackBuild{busbar: None, manifold: None, pdus: map[string]ID{}, tors: map[int]ID{}, mgmts: map[int]ID{},
+		rec: b.asBuilt[r], names: b.names[r]}
+	e := Element{Key: r.ID, Kind: KindRack, PowerW: Watts(r.DesignPower), Pos: r.Pos}
+	if rb.rec != nil {
+		e.Identity = identity(rb.rec.PartNumber, rb.rec.Serial, rb.rec.AssetTag, "", nil)
+	}
+	rb.id, _ = g.add(mid, e)
+	for _, p := range r.PDUs {
+		pid, _ := g.add(rb.id, Element{Key: p.ID, Kind: KindPDU, Pos: p.Pos})
+		rb.pdus[strings.TrimPrefix(p.ID, r.ID+"/")] = pid
+		if f, ok := g.Lookup(p.Feed.To); ok {
+			g.link(Powers, f, pid)
+		}
+	}
+	rb.domain = None
+	if d, ok := domains[r.ID]; ok {
+		rb.domain = d
+	}
+	d := r.DesignOf
+	if d == nil {
+		b.countedRack(r, rb)
+		return
+	}
+	if d.Count(PowerShelf) > 0 {
+		rb.busbar, _ = g.add(rb.id, Element{Key: r.ID + "/busbar", Kind: KindBusbar, PowerW: d.DrawW(), Pos: d.Pos})
+	}
+	if slices.ContainsFunc(d.Trays, func(t *TrayDesign) bool { return t.Liquid }) {
+		rb.manifold, _ = g.add(rb.id, Element{Key: r.ID + "/manifold", Kind: KindManifold, Pos: r.Pos})
+		if loop, ok := g.Lookup(r.CooledBy.To); ok {
+			for _, cdu := range b.cdus[loop] {
+				g.link(Cools, cdu, rb.manifold)
+			}
+		}
+	}
+	if rb.domain == None && d.Count(ScaleUpSwitch) > 0 {
+		rb.domain, _ = g.add(rb.id, Element{Key: r.ID + "/scale-up", Kind: KindScaleUpDomain, Pos: d.Pos})
+	}
+	if rb.rec != nil {
+		rb.bySlot = b.traysBySlot(r, d, rb.rec)
+	}
+	// switches first, so that trays can be cabled to them
+	order := slices.Clone(d.Trays)
+	slices.SortStableFunc(order, func(a, c *TrayDesign) int { return b2i(!isSwitch(a.Kind)) - b2i(!isSwitch(c.Kind)) })
+	for _, t := range order {
+		for i, slot := range t.Slots {
+			b.tray(r, rb, t, i, slot)
+		}
+	}
+	if rb.names != nil && len(rb.names) != rb.node {
+		b.diags.Errorf(RuleCounts, rb.names[0].Pos, "", "%s lists %d nodes in rack %s; its design %s has %d compute trays",
+			b.fileOf(rb.names[0]), len(rb.names), r.ID, d.Name, rb.node).Hint = "one record per compute tray: add or remove records, or fix their rack"
+	}
+}
+
+func isSwitch(kind string) bool { return kind == TorSwitch || kind == ManagementSwitch }
+
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// countedRack is a rack known by its node count only: its nodes draw
+// from its PDUs directly.
+func (b *builder) countedRack(r *Rack, rb *rackBuild) {
+	g := b.g
+	n := max(r.Nodes, len(r.NodeIDs))
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("%s/node-%02d", r.ID, i+1)
+		if i < len(r.NodeIDs) {
+			key = r.ID + "/" + r.NodeIDs[i]
+		}
+		e := Element{Key: key, Kind: KindCompute, Names: b.nodeNames(rb, key, nil), Pos: r.Pos}
+		if n > 0 {
+			e.PowerW = Watts(r.DesignPower) / int64(n)
+		}
+		id, _ := g.add(rb.id, e)
+		for _, name := range sortedKeys(rb.pdus) {
+			g.link(Powers, rb.pdus[name], id)
+		}
+		if l, ok := g.Lookup(r.CooledBy.To); ok {
+			g.link(Cools, l, id)
+		}
+	}
+}
+
+// nodeNames are a compute tray's names: the per-rack record's, else the
+// design brief's next record, else its key with dashes.
+func (b *builder) nodeNames(rb *rackBuild, key string, rec *TrayRecord) *NodeNames {
+	defer func() { rb.node++ }()
+	if rec != nil && rec.Node != nil {
+		n := *rec.Node
+		return &n
+	}
+	if rb.node < len(rb.names) {
+		nr := rb.names[rb.node]
+		return &NodeNames{Slurm: nr.Node, Kubernetes: nr.Node}
+	}
+	name := strings.ReplaceAll(key, "/", "-")
+	return &NodeNames{Slurm: name, Kubernetes: name}
+}
+
+// tray adds one tray of a design group, at slot, with its parts.
+func (b *builder) tray(r *Rack, rb *rackBuild, t *TrayDesign, i, slot int) {
+	g := b.g
+	key := fmt.Sprintf("%s/%s-%02d", r.ID, t.Name, i+1)
+	rec := rb.bySlot[slot]
+	e := Element{Key: key, Kind: trayKinds[t.Kind], Slot: slot, HeightU: max(t.HeightU, 1), PowerW: Watts(t.Power), Liquid: t.Liquid, Pos: t.Pos}
+	if rec != nil {
+		e.Identity = identity(rec.PartNumber, rec.Serial, rec.AssetTag, t.Model, rec.Firmware)
+		e.Pos = rec.Pos
+	} else if t.Model != "" {
+		e.Identity = &Identity{Model: t.Model}
+	}
+	if rec != nil {
+		e.Domain = rec.ScaleUpDomain
+	}
+	if t.Kind == Compute {
+		e.Names = b.nodeNames(rb, key, rec)
+		if rec == nil && rb.node-1 < len(rb.names) {
+			e.Pos, e.Domain = rb.names[rb.node-1].Pos, rb.names[rb.node-1].NVLinkDomain
+		}
+	}
+	if t.Kind == PowerShelf {
+		e.PowerW = int64(t.PSUs) * Watts(t.PSUPower)
+	}
+	id, _ := g.add(rb.id, e)
+	switch t.Kind {
+	case TorSwitch:
+		rb.tors[slot] = id
+	case ManagementSwitch:
+		rb.mgmts[slot] = id
+	}
+	b.power(rb, t, i, id, rec)
+	if t.Liquid && rb.manifold != None {
+		g.link(Cools, rb.manifold, id)
+	}
+	if (t.Kind == Compute || t.Kind == ScaleUpSwitch) && rb.domain != None {
+		g.link(Connects, id, rb.domain)
+	}
+	b.parts(rb, t, key, id, rec)
+	if t.Kind == Compute {
+		b.cable(rb, id, rec == nil, portOf(rec, false), KindTorSwitch)
+	}
+}
+
+// power links a tray to what feeds it: a shelf's PSUs from its PDU and
+// onto the busbar; compute and switch trays from the busbar; ToR and
+// management switches from every rack PDU (dual-corded, AC).
+func (b *builder) power(rb *rackBuild, t *TrayDesign, i int, id ID, rec *TrayRecord) {
+	g := b.g
+	switch t.Kind {
+	case PowerShelf:
+		pdu := None
+		if i < len(t.Feeds) {
+			if p, ok := rb.pdus[t.Feeds[i].To]; ok {
+				pdu = p
+			}
+		}
+		if rec != nil && rec.PDU != "" {
+			pdu = None
+			if p, ok := rb.pdus[rec.PDU]; ok {
+				pdu = p
+			}
+		}
+		for bay := 1; bay <= t.PSUs; bay++ {
+			e := Element{Key: fmt.Sprintf("%s/psu-%d", g.els[id].Key, bay), Kind: KindPSU, Slot: bay, PowerW: Watts(t.PSUPower), Pos: g.els[id].Pos}
+			if rec != nil {
+				if bay > len(rec.PSUs) || rec.PSUs[bay-1] == "" {
+					continue // an empty bay
+				}
+				e.Identity = &Identity{Serial: rec.PSUs[bay-1]}
+			}
+			psu, _ := g.add(id, e)
+			g.link(Powers, pdu, psu)
+			g.link(Powers, psu, rb.busbar)
+		}
+	case TorSwitch, ManagementSwitch:
+		for _, name := range sortedKeys(rb.pdus) {
+			g.link(Powers, rb.pdus[name], id)
+		}
+	default:
+		if rb.busbar != None {
+			g.link(Powers, rb.busbar, id)
+		} else {
+			for _, name := range sortedKeys(rb.pdus) {
+				g.link(Powers, rb.pdus[name], id)
+			}
+		}
+	}
+}
+
+// parts adds a tray's parts; the BMC manages the tray and is cabled to
+// a management switch.
+func (b *builder) parts(rb *rackBuild, t *TrayDesign, key string, id ID, rec *TrayRecord) {
+	g := b.g
+	for _, p := range t.Parts {
+		for n := 1; n <= p.Count; n++ {
+			e := Element{Key: fmt.Sprintf("%s/%s-%d", key, p.Name, n), Kind: partKinds[p.Kind], Slot: n, Pos: g.els[id].Pos}
+			if p.Model != "" {
+				e.Identity = &Identity{Model: p.Model}
+			}
+			if rec != nil {
+				if serials := rec.Parts[p.Kind]; n <= len(serials) && serials[n-1] != "" {
+					e.Identity = &Identity{Serial: serials[n-1], Model: p.Model}
+				}
+			}
+			if p.Kind == BMC && rec != nil && rec.BMC != nil {
+				e.BMCAddress = rec.BMC.Address
+				if rec.BMC.Firmware != "" {
+					if e.Identity == nil {
+						e.Identity = &Identity{}
+					}
+					e.Identity.Firmware = map[string]string{"bmc": rec.BMC.Firmware}
+				}
+			}
+			pid, _ := g.add(id, e)
+			if p.Kind == BMC && n == 1 {
+				g.link(ManagedBy, id, pid)
+				b.cable(rb, pid, rec == nil, portOf(rec, true), KindManagementSwitch)
+			}
+		}
+	}
+}
+
+// portOf is the switch port a tray record cables its data NICs (or, with
+// bmc, its BMC) to.
+func portOf(rec *TrayRecord, bmc bool) *Port {
+	switch {
+	case rec == nil:
+		return nil
+	case bmc && rec.BMC != nil && rec.BMC.Switch != 0:
+		return &rec.BMC.Port
+	case !bmc && rec.Data != nil:
+		return rec.Data
+	}
+	return nil
+}
+
+// cable connects id to the switch in the slot the as-built names, or,
+// by design (no as-built record), to the rack's first switch of kind.
+func (b *builder) cable(rb *rackBuild, id ID, byDesign bool, port *Port, kind Kind) {
+	if port != nil {
+		if sw, ok := rb.tors[port.Switch]; ok {
+			b.g.link(Connects, id, sw)
+		} else if sw, ok := rb.mgmts[port.Switch]; ok {
+			b.g.link(Connects, id, sw)
+		}
+		return
+	}
+	if !byDesign {
+		return
+	}
+	pool := rb.tors
+	if kind == KindManagementSwitch {
+		pool = rb.mgmts
+	}
+	if slots := sortedKeys(pool); len(slots) > 0 {
+		b.g.link(Connects, id, pool[slots[0]])
+	}
+}
+
+func identity(pn, serial, tag, model string, fw map[string]string) *Identity {
+	if pn == "" && serial == "" && tag == "" && model == "" && len(fw) == 0 {
+		return nil
+	}
+	return &Identity{PartNumber: pn, Serial: serial, AssetTag: tag, Model: model, Firmware: fw}
+}
+
+// traysBySlot indexes a rack record's trays by slot, reporting two in
+// one slot and trays the design does not have there.
+func (b *builder) traysBySlot(r *Rack, d *RackDesign, rec *RackRecord) map[int]*TrayRecord {
+	design := map[int]*TrayDesign{}
+	for _, t := range d.Trays {
+		for _, s := range t.Slots {
+			design[s] = t
+		}
+	}
+	out := map[int]*TrayRecord{}
+	for _, t := range rec.Trays {
+		if prev, ok := out[t.Slot]; ok {
+			b.diags.Errorf(RuleSlot, t.Pos, "", "%s: rack %s: two trays in slot %d (%s, and %s at %s)", b.file(rec), rec.Name, t.Slot,
+				t.Kind, prev.Kind, prev.Pos).Hint = "one tray per slot: fix the slot of one of them"
+			continue
+		}
+		want, ok := design[t.Slot]
+		switch {
+		case !ok:
+			b.diags.Errorf(RuleAsBuilt, t.Pos, "", "%s: rack %s: a %s tray in slot %d, where design %s has none (its slots: %s)",
+				b.file(rec), rec.Name, t.Kind, t.Slot, d.Name, slotList(d)).Hint = "fix the slot, or the rack design"
+			continue
+		case t.Kind != want.Kind:
+			b.diags.Errorf(RuleAsBuilt, t.Pos, "", "%s: rack %s: a %s tray in slot %d, where design %s has a %s tray (%s)",
+				b.file(rec), rec.Name, t.Kind, t.Slot, d.Name, want.Kind, want.Name).Hint = "a tray in the wrong slot: move it, or fix the record"
+			continue
+		}
+		out[t.Slot] = t
+	}
+	_ = r
+	return out
+}
+
+func slotList(d *RackDesign) string {
+	var all []int
+	for _, t := range d.Trays {
+		all = append(all, t.Slots...)
+	}
+	slices.Sort(all)
+	var parts []string
+	for i := 0; i < len(all); {
+		j := i
+		for j+1 < len(all) && all[j+1] == all[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d–%d", all[i], all[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(all[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (b *builder) file(rec *RackRecord) string { return rec.Pos.Resolved().File }
+
+func (b *builder) fileOf(rec *NodeRecord) string { return rec.Pos.Resolved().File }
+
+func sortedKeys[K int | string, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
