@@ -187,4 +187,3 @@ type Contracts struct {
 	// (ReadInventory); they are not part of the signed contract.
 	Handovers []*inventory.Handover
 }
-
