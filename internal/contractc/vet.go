@@ -18,6 +18,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("DIR", flag.ContinueOnError)
 	format := fs.String("format", "text", "output format: "+strings.Join(diag.Formats, ", "))
 	strict := fs.Bool("strict", false, "fail on warnings too")
+	inv := inventoryFlag(fs)
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 1 {
 		err = cli.Usagef("want one contract directory, got %d arguments", len(pos))
@@ -25,7 +26,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "vet", fs, err)
 	}
-	_, diags, err := contract.Vet(pos[0])
+	_, diags, err := contract.VetInventory(pos[0], inv.paths())
 	if err != nil {
 		return fail(stderr, "vet", fs, err)
 	}

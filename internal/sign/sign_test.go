@@ -261,3 +261,23 @@ func TestStatementIsStrict(t *testing.T) {
 		assert.ErrorContains(t, err, want, want)
 	}
 }
+
+// Design versus as-built: an RMA changes a serial in the handover
+// inventory, never a boundary's digest, so no vendor re-signs; a change
+// to the rack design (the IT vendor's) does change the IT module's
+// joints.
+func TestAsBuiltChangesNoDigest(t *testing.T) {
+	before := digests(t, example)
+	dir := copyDir(t, example)
+	edit(t, dir, "inventory/racks.json", `"SN-COMPUTE-0000003"`, `"SN-COMPUTE-9999999"`)
+	edit(t, dir, "inventory/racks.json", `"firmware":{"bios":"1.4.2"`, `"firmware":{"bios":"1.5.0"`)
+	require.Equal(t, before, digests(t, dir), "serials and firmware are not in the contract")
+
+	edit(t, dir, "racks.cue", `power: "6.4 kW"`, `power: "6.6 kW"`)
+	after := digests(t, dir)
+	for b, d := range before {
+		if strings.HasSuffix(b, "-ma") || strings.HasSuffix(b, "-mb") || strings.HasSuffix(b, "-mc") {
+			assert.NotEqual(t, d, after[b], "%s: the rack design is the IT module's", b)
+		}
+	}
+}
