@@ -142,8 +142,12 @@ func VetInventory(dir string, paths []string) (*Contracts, diag.List, error) {
 const InventoryDir = "inventory"
 
 // ReadInventory reads the handover inventories at paths (nil: the
-// contract directory's inventory/*.json) into c.Handovers.
+// contract directory's inventory/*.json) into c.Handovers. Positions in
+// the directory's own files are relative to it, as every position of a
+// contract is; files given elsewhere are named by their absolute path.
 func (c *Contracts) ReadInventory(paths []string) (diag.List, error) {
+	type file struct{ path, name string }
+	var files []file
 	if paths == nil {
 		found, err := filepath.Glob(filepath.Join(c.Dir, InventoryDir, "*.json"))
 		if err != nil {
@@ -151,33 +155,35 @@ func (c *Contracts) ReadInventory(paths []string) (diag.List, error) {
 		}
 		sort.Strings(found)
 		for _, f := range found {
-			paths = append(paths, relative(f))
+			files = append(files, file{f, filepath.Join(InventoryDir, filepath.Base(f))})
 		}
+	}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		name := abs
+		if rel, err := filepath.Rel(c.Dir, abs); err == nil && !strings.HasPrefix(rel, "..") {
+			name = rel
+		}
+		files = append(files, file{abs, name})
 	}
 	var diags diag.List
 	c.Handovers = nil
-	for _, p := range paths {
-		h, hd, err := inventory.ReadHandover(p)
+	for _, f := range files {
+		b, err := os.ReadFile(f.path)
 		if err != nil {
 			return diags, fmt.Errorf("handover inventory: %w", err)
+		}
+		h, hd, err := inventory.ParseHandover(f.name, b)
+		if err != nil {
+			return diags, fmt.Errorf("handover inventory %s: %w", f.path, err)
 		}
 		diags = append(diags, hd...)
 		c.Handovers = append(c.Handovers, h)
 	}
 	return diags, nil
-}
-
-// relative is path relative to the working directory when it is below
-// it, as every position is.
-func relative(path string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-		return rel
-	}
-	return path
 }
 
 // Graph joins the site and its handover inventories into the inventory
