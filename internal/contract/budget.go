@@ -69,6 +69,10 @@ type PDUBudget struct {
 	Rack     *Rack
 	LoadLost float64
 	Limit    float64
+	// Volts and PF are what the limit was computed at: the PDU's own
+	// voltage when it states one, else its feed's block's.
+	Volts, PF  float64
+	OwnVoltage bool
 }
 
 // LoopBudget is a cooling loop's heat against capacity and flow.
@@ -229,6 +233,7 @@ func pduBudget(r *Rack, p *PDU, f *Feed) PDUBudget {
 		}
 	}
 	pb.Limit = feedLimit(p.Breaker, volts, pf)
+	pb.Volts, pb.PF, pb.OwnVoltage = volts, pf, p.Voltage.Set
 	return pb
 }
 
@@ -359,8 +364,12 @@ func checkPDUs(pdus []PDUBudget, diags *diag.List) {
 		if len(p.Rack.PDUs) == 1 {
 			what = "as its only PDU"
 		}
-		diags.Errorf(RulePDU, p.PDU.Breaker.Pos, p.PDU.Path, "%s: %d PDU(s) carry %s %s, above their continuous limit %s (breaker %s, derated to %d %%): %s",
-			p.PDU.Path, len(g), showPower(p.LoadLost), what, showPower(p.Limit), p.PDU.Breaker.Raw, int(Derating*100), abbreviate(ids, 6)).Hint = "use a larger PDU breaker or add PDUs"
+		at := fmt.Sprintf("at %s, its feed's block voltage", units.Format(p.Volts, "V"))
+		if p.OwnVoltage {
+			at = fmt.Sprintf("at its own %s", p.PDU.Voltage.Raw)
+		}
+		diags.Errorf(RulePDU, p.PDU.Breaker.Pos, p.PDU.Path, "%s: %d PDU(s) carry %s %s, above their continuous limit %s (breaker %s %s, PF %g, derated to %d %%): %s",
+			p.PDU.Path, len(g), showPower(p.LoadLost), what, showPower(p.Limit), p.PDU.Breaker.Raw, at, p.PF, int(Derating*100), abbreviate(ids, 6)).Hint = "use a larger PDU breaker or add PDUs"
 	}
 }
 

@@ -13,19 +13,26 @@ const (
 	RuleOneSided   = "CLAUSE002"
 	RuleIncomplete = "CLAUSE003"
 	RuleExcitation = "CLAUSE004"
+	RuleMaskOrder  = "CLAUSE005"
 )
 
 // checkClauses reports clauses that cannot be read or checked.
 func checkClauses(c *Contracts, b *Boundary, diags *diag.List) {
 	path := "boundaries." + quoteLabel(b.ID)
+	// every joint states its steady values and its failure behaviour;
+	// power and coolant also the load swings of synchronous training (a
+	// controls link has none)
 	if len(b.Steady) == 0 {
-		diags.Warnf(RuleIncomplete, b.Pos, path, "%s has no steady clause: nothing states the steady-state values at this joint", path)
+		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no steady clause: nothing states the steady-state values at this joint", path).Hint =
+			"state at least one steady clause: the band each side guarantees or requires"
 	}
 	if len(b.Failure) == 0 {
-		diags.Warnf(RuleIncomplete, b.Pos, path, "%s has no failure clause: nothing states what happens when a unit fails", path)
+		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no failure clause: nothing states what happens when a unit fails", path).Hint =
+			"state what the supplier does when one of its units fails (a feed, a pump, a controller)"
 	}
 	if len(b.Transient) == 0 && b.Medium != "controls" {
-		diags.Warnf(RuleIncomplete, b.Pos, path, "%s has no transient clause: nobody owns the load swings of synchronous training", path)
+		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no transient clause: nobody owns the load swings of synchronous training", path).Hint =
+			"state the consumer's excitation (training square wave) and the supplier's response"
 	}
 	for _, s := range b.Steady {
 		checkBand(s.Guarantee, s.Path()+".guarantee", diags)
@@ -34,6 +41,8 @@ func checkClauses(c *Contracts, b *Boundary, diags *diag.List) {
 	}
 	for _, t := range b.Transient {
 		checkExcitation(c, b, t, diags)
+		checkMask(t.Guarantee, t.Path()+".guarantee.mask", diags)
+		checkMask(t.Require, t.Path()+".require.mask", diags)
 		oneSided(&t.Clause, t.Guarantee.Set || t.Withstand.Set, t.Require.Set, diags)
 	}
 	for _, f := range b.Failure {
@@ -88,7 +97,7 @@ func checkExcitation(c *Contracts, b *Boundary, t *Transient, diags *diag.List) 
 	if lok && hok && low >= high {
 		diags.Errorf(RuleExcitation, e.High.Pos, path, "%s: high %s is not above low %s", path, e.High.Raw, e.Low.Raw).Hint = "an excitation steps from low up to high"
 	}
-	if design := designLoad(c, b); hok && design > 0 && high > design*1.0001 {
+	if design := designLoad(c, b); hok && design > 0 && units.Exceeds(high, design) {
 		diags.Errorf(RuleExcitation, e.High.Pos, path, "%s: high %s is %s, above %s's design load of %s", path, e.High.Raw, showPower(high), b.Consumer.To, showPower(design)).Hint = "the consumer cannot produce more than its racks' design power: lower high, or raise the racks' design_power"
 	}
 	if e.Rate.Set && e.Rate.Canon <= 0 {
@@ -157,4 +166,20 @@ func fmtSecs(s float64) string {
 		return units.Format(s*1000, "ms")
 	}
 	return units.Format(s, "s")
+}
+
+// checkMask refuses a custom mask whose points are not in increasing
+// duration: a point's limits hold for excursions up to its duration,
+// after the point before it, so out of order they change meaning.
+func checkMask(r Response, path string, diags *diag.List) {
+	if r.MaskName != "custom" {
+		return
+	}
+	for i := 1; i < len(r.Mask); i++ {
+		prev, p := r.Mask[i-1].Duration, r.Mask[i].Duration
+		if prev.Set && p.Set && !units.Exceeds(p.Canon, prev.Canon) {
+			diags.Errorf(RuleMaskOrder, p.Pos, path, "%s: point %d lasts %s, not longer than point %d (%s): a mask's points go in increasing duration",
+				path, i+1, p.Raw, i, prev.Raw).Hint = "order the points by duration, shortest first: each holds for excursions up to its duration"
+		}
+	}
 }

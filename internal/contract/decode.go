@@ -135,7 +135,7 @@ func (d *decoder) loop(module string, n node) *Loop {
 func (d *decoder) boundary(n node) *Boundary {
 	n.path = "boundaries." + quoteLabel(n.name)
 	b := &Boundary{ID: n.name, Supplier: n.ref("supplier"), Consumer: n.ref("consumer"),
-		Medium: n.str("medium"), Pos: n.pos()}
+		Medium: n.str("medium"), Pos: n.pos(), PartiesPos: n.at("parties").pos()}
 	for _, p := range n.refs("parties") {
 		b.Parties = append(b.Parties, p.To)
 	}

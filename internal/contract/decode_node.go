@@ -3,6 +3,7 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -198,12 +199,26 @@ func (n node) q(label string, dims ...units.Dimension) Q {
 	d := diag.Diagnostic{Rule: RuleDimension, Severity: diag.Error, Pos: pos, Path: c.path,
 		Message: fmt.Sprintf("%s: %q is a %s, but %s is expected here", c.path, raw, dimName(qty.Dim), dimList(dims)),
 		Hint:    unitHint(dims)}
-	if c.d.channel != "" {
+	switch {
+	case qty.Dim == units.Ratio && slices.Contains(dims, units.TempDiff):
+		d.Hint = fmt.Sprintf("a temperature tolerance is a temperature difference, such as \"1.5 K\": a percentage of a temperature changes with its scale (%% of 30 degC is not %% of 303 K)")
+	case strings.Contains(c.path, ".mask["):
+		d.Hint = "a mask's limits are percentages of the nominal, such as \"110 %\", whatever the channel measures"
+	case c.d.channel != "":
 		d.Message += fmt.Sprintf(", because the clause's channel %s measures %s", c.d.channel, dimName(c.d.channelDim))
-		d.Hint = "if the channel is wrong, point the clause at a channel that measures " + dimName(qty.Dim) + "; otherwise " + d.Hint
+		if measurable(qty.Dim) {
+			d.Hint = "if the channel is wrong, point the clause at a channel that measures " + dimName(qty.Dim) + "; otherwise " + d.Hint
+		}
 	}
 	c.d.diags.Add(d)
 	return Q{}
+}
+
+// measurable reports whether a channel can measure quantities of d:
+// ratios, times and temperature differences are not what channels
+// measure, so a value in them is not a sign of the wrong channel.
+func measurable(d units.Dimension) bool {
+	return d != units.Ratio && d != units.Time && d != units.TempDiff
 }
 
 // withUnitHint suggests the number with a unit; a ratio written as a

@@ -42,6 +42,7 @@ type Boundary struct {
 	Supplier, Consumer Ref
 	Medium             string
 	Parties            []string
+	PartiesPos         diag.Pos
 	Channels           []*Channel
 	Steady             []*Steady
 	Transient          []*Transient

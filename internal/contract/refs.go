@@ -1,7 +1,10 @@
 package contract
 
 import (
+	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/seamdc/seam/internal/cueload"
@@ -18,6 +21,8 @@ const (
 	RuleUnknownShared  = "REF006"
 	RuleDuplicate      = "DUP001"
 	RuleKind           = "KIND001"
+	RuleSettleKind     = "REF008"
+	RuleParties        = "REF009"
 )
 
 // index maps every inventory id to its kind: modules ("ma"), racks
@@ -153,6 +158,7 @@ func checkRefs(c *Contracts, idx *index, diags *diag.List) {
 		sup := rc.module(b.Supplier, path+".supplier", "supplier")
 		con := rc.module(b.Consumer, path+".consumer", "consumer")
 		checkMedium(b, sup, con, path, diags)
+		checkParties(b, sup, con, path, diags)
 		key := b.Supplier.To + ">" + b.Consumer.To + ">" + b.Medium
 		if other, ok := seenJoint[key]; ok {
 			diags.Errorf(RuleDuplicate, b.Pos, path, "%s: a second %s boundary from %s to %s; %s already joins them", path, b.Medium, b.Supplier.To, b.Consumer.To, other.ID).
@@ -268,21 +274,47 @@ func checkClauseRefs(rc refChecker, b *Boundary) {
 			return
 		}
 		if len(want) > 0 && !contains(want, string(ch.Quantity)) {
-			rc.diags.Errorf(RuleChannelKind, r.Pos, path, "%s: %s %q measures %s, but %s is needed here", path, what, r.To, dimName(ch.Quantity), strings.Join(want, " or ")).
-				Related = []diag.Related{{Pos: ch.Pos, Message: "channel " + ch.Name}}
+			d := rc.diags.Errorf(RuleChannelKind, r.Pos, path, "%s: %s %q measures %s, but %s is needed here", path, what, r.To, dimName(ch.Quantity), strings.Join(want, " or "))
+			d.Related = []diag.Related{{Pos: ch.Pos, Message: "channel " + ch.Name}}
+			var fit []string
+			for _, c := range b.Channels {
+				if contains(want, string(c.Quantity)) {
+					fit = append(fit, c.Name)
+				}
+			}
+			d.Hint = "name a channel that measures " + strings.Join(want, " or ") + didYouMeanSuffix(r.To, fit) + ", or fix the channel's quantity"
 		}
 	}
 	steady := map[string]bool{}
+	steadyOn := map[string]string{} // steady clause → its channel
 	for _, s := range b.Steady {
 		steady[s.Name] = true
+		steadyOn[s.Name] = s.Channel.To
 		channel(s.Channel, s.Path()+".channel", "channel")
 	}
 	for _, t := range b.Transient {
 		channel(t.Channel, t.Path()+".channel", "channel")
 		channel(t.Excitation.Channel, t.Path()+".excitation.channel", "excitation channel", "power")
 		for _, r := range []Response{t.Guarantee, t.Require} {
-			if s := r.SettleInto; s.To != "" && !steady[s.To] {
+			s := r.SettleInto
+			if s.To != "" && !steady[s.To] {
 				rc.diags.Errorf(RuleUnknownClause, s.Pos, t.Path(), "%s: settle_into %q is not a steady clause of boundary %s", t.Path(), s.To, b.ID).Hint = didYouMean(s.To, keys(steady))
+				continue
+			}
+			if s.To == "" {
+				continue
+			}
+			on, self := chans[steadyOn[s.To]], chans[t.Channel.To]
+			if on != nil && self != nil && on.Quantity != self.Quantity {
+				d := rc.diags.Errorf(RuleSettleKind, s.Pos, t.Path(), "%s: the response on %s (%s) settles into steady clause %q, which bands %s (%s): a response settles into a band of its own quantity",
+					t.Path(), self.Name, dimName(self.Quantity), s.To, on.Name, dimName(on.Quantity))
+				var same []string
+				for _, st := range b.Steady {
+					if ch := chans[st.Channel.To]; ch != nil && ch.Quantity == self.Quantity {
+						same = append(same, st.Name)
+					}
+				}
+				d.Hint = "name a steady clause on a " + dimName(self.Quantity) + " channel" + didYouMeanSuffix(s.To, same)
 			}
 		}
 	}
@@ -310,4 +342,28 @@ func didYouMeanSuffix(s string, known []string) string {
 		return ", such as " + known[0]
 	}
 	return ""
+}
+
+// checkParties wants both vendors of a joint among its parties: a vendor
+// that is not a party never signs what it guarantees or requires.
+func checkParties(b *Boundary, sup, con *Module, path string, diags *diag.List) {
+	for _, m := range []*Module{sup, con} {
+		if m == nil || m.Vendor == "" || slices.Contains(b.Parties, m.Vendor) {
+			continue
+		}
+		side := "supplier"
+		if m == con {
+			side = "consumer"
+		}
+		diags.Errorf(RuleParties, firstValid(b.PartiesPos, b.Pos), path+".parties", "%s: the %s %s is made by %s, which is not among the parties %s: %s would never sign its own side",
+			path, side, m.ID, m.Vendor, strings.Join(quoted(b.Parties), ", "), m.Vendor).Hint = fmt.Sprintf("add %q to parties", m.Vendor)
+	}
+}
+
+func quoted(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.Quote(x)
+	}
+	return out
 }

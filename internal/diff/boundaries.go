@@ -167,7 +167,9 @@ func (d *differ) clauses(ob, nb *contract.Boundary) {
 			continue
 		}
 		oc := olds[key]
-		l := loc{path: clausePath(ob, oc.c), boundary: nb, old: oc.c.Pos, new: nb.Pos}
+		// nothing of the new side stands where the clause was: the
+		// finding is at the old side's clause
+		l := loc{path: clausePath(ob, oc.c), boundary: nb, old: oc.c.Pos}
 		if oc.promise {
 			d.add(RuleClauseRemoved, Err, "supplier", l, []Party{d.party("consumer", nb)},
 				"%s clause removed: what %s guaranteed here is gone", oc.c.Kind, nb.Supplier.To)

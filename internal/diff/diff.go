@@ -45,10 +45,53 @@ func Compare(old, new Side) Result {
 	slices.SortStableFunc(d.findings, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message))
 	})
+	d.findings = fold(d.findings)
 	if d.findings == nil {
 		d.findings = []Finding{}
 	}
 	return Result{Old: old.Label, New: new.Label, Findings: d.findings}
+}
+
+// fold reports a change made on one line of a template once: findings
+// of one rule, severity and side at the same old and new positions are
+// the same edit seen through every instance. The first keeps its
+// message and lists the others' paths; the parties it breaks are all of
+// theirs.
+func fold(fs []Finding) []Finding {
+	var out []Finding
+	first := map[string]int{}
+	for _, f := range fs {
+		if !f.Old.IsValid() && !f.New.IsValid() {
+			out = append(out, f)
+			continue
+		}
+		key := strings.Join([]string{f.Rule, f.Severity.String(), f.Side, f.Old.String(), f.New.String()}, "\x00")
+		i, ok := first[key]
+		if !ok || out[i].Path == f.Path || slices.Contains(out[i].Also, f.Path) {
+			if !ok {
+				first[key] = len(out)
+			}
+			out = append(out, f) // two findings about one path are two changes
+			continue
+		}
+		out[i].Also = append(out[i].Also, f.Path)
+		for _, p := range f.Breaks {
+			if !slices.Contains(out[i].Breaks, p) {
+				out[i].Breaks = append(out[i].Breaks, p)
+			}
+		}
+	}
+	for i := range out {
+		if n := len(out[i].Also); n > 0 {
+			shown := out[i].Also[:min(n, 3)]
+			more := ""
+			if n > len(shown) {
+				more = fmt.Sprintf(" and %d more", n-len(shown))
+			}
+			out[i].Message += fmt.Sprintf(" (also at %s%s)", strings.Join(shown, ", "), more)
+		}
+	}
+	return out
 }
 
 // loc is where a term sits on each side.

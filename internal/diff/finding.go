@@ -71,6 +71,10 @@ type Finding struct {
 	Message  string   `json:"message"`
 	Old      diag.Pos `json:"old"`
 	New      diag.Pos `json:"new"`
+	// Also lists the paths of the same change elsewhere: one edited line
+	// of a template (a comprehension over cells) changes every instance,
+	// and is reported once.
+	Also []string `json:"also,omitempty"`
 }
 
 // Result is the outcome of a comparison.

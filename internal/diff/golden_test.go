@@ -221,3 +221,28 @@ func TestEveryRuleInEveryDirection(t *testing.T) {
 		}
 	}
 }
+
+// One edited line of a template changes every instance of it: the
+// example's racks are a comprehension over 3 modules × 16 racks, and a
+// change of their design power is one finding, not 48.
+func TestTemplateChangeIsReportedOnce(t *testing.T) {
+	const example = "../../contracts/examples/threemodule"
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(example)))
+	site := filepath.Join(dir, "site.cue")
+	b, err := os.ReadFile(site)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `design_power:    "130 kW"`)
+	require.NoError(t, os.WriteFile(site, []byte(strings.Replace(string(b), `design_power:    "130 kW"`, `design_power:    "125 kW"`, 1)), 0o644))
+	r := Compare(loadSide(t, example, "old"), loadSide(t, dir, "new"))
+	var racks []Finding
+	for _, f := range r.Findings {
+		if strings.Contains(f.Path, ".racks.") {
+			racks = append(racks, f)
+		}
+	}
+	require.Len(t, racks, 1, "one finding for the one edited line")
+	assert.Len(t, racks[0].Also, 47)
+	assert.Contains(t, racks[0].Message, "(also at ")
+	assert.Contains(t, racks[0].Message, "and 44 more)")
+}

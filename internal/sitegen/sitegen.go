@@ -222,7 +222,7 @@ boundaries: "{{.Cooling}}-{{.IT}}": {
 		channel: "{{.Cooling}}/{{.IT}}/supply-temp"
 		excitation: {kind: "square", channel: "{{.Cooling}}/{{.IT}}/heat", low: "30 %", high: "100 %", rate: "20 MW/s", period: "60 s", duty: "50 %", repetitions: 10}
 		withstand: {step: "2 MW", rate: "50 MW/s", min_period: "10 s"}
-		guarantee: {max_deviation: "2 K", recovery: "90 s", settle_into: "supply-temp"}
+		guarantee: {max_deviation: "2 K", recovery: "25 s", settle_into: "supply-temp"}
 		require: {max_deviation: "3 K", recovery: "120 s"}
 	}
 	failure: {

@@ -115,6 +115,15 @@ func Format(v float64, unit string) string {
 	return s + " " + unit
 }
 
+// Exceeds reports whether a is above b. Every comparison of contract
+// values uses it: exact after unit conversion, to within floating-point
+// rounding (one part in 10⁹), so that 1.8721 MW is above 1.872 MW and
+// 3119.9 L/min below 3120 L/min, while 2.08 MW written as "2080 kW"
+// equals itself.
+func Exceeds(a, b float64) bool {
+	return a > b+1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
+
 // Parse reads "415 V", "-5 %", "1.5 L/min/kW". The number and unit are
 // separated by optional spaces.
 func Parse(s string) (Quantity, error) {
