@@ -40,6 +40,9 @@ type Config struct {
 	ImportPath string            // e.g. "seam.dev/schema"
 	Files      map[string][]byte // file name → content of the embedded package
 	Bind       string
+	// SchemaDoc is where a person reads the fields of each part, for
+	// hints (default contracts/schema/schema.cue).
+	SchemaDoc string
 }
 
 // bindFile is the name of the overlaid binding file; it never appears in
@@ -53,6 +56,8 @@ type Result struct {
 	Value cue.Value // the built package; valid only when Diags has no LOAD error
 	Files []string  // the user's .cue files, relative to Dir
 	Ctx   *cue.Context
+	// SchemaDoc is Config.SchemaDoc, for hints.
+	SchemaDoc string
 }
 
 // Load reads dir. It returns a load result and the diagnostics found
@@ -70,7 +75,7 @@ func Load(dir string, cfg Config) (*Result, diag.List, error) {
 	if !st.IsDir() {
 		return nil, nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	r := &Result{Dir: abs, Ctx: cuecontext.New()}
+	r := &Result{Dir: abs, Ctx: cuecontext.New(), SchemaDoc: cfg.SchemaDoc}
 	var diags diag.List
 	r.Files, err = cueFiles(abs)
 	if err != nil {
@@ -190,7 +195,7 @@ func packageName(dir string, files []string) (string, diag.List) {
 		}
 		name := file.PackageName()
 		if name == "" {
-			diags.Errorf(RulePackage, diag.Pos{File: f, Line: 1, Col: 1}, "", "%s has no package clause", f).Hint = "start every contract file with the same `package` line, such as `package site`"
+			diags.Errorf(RulePackage, diag.Pos{File: f, Line: 1, Col: 1}, "", "%s has no package clause", f).Hint = "start every .cue file of the directory with the same `package` line, such as `package site`"
 			continue
 		}
 		names[name] = f
@@ -246,7 +251,7 @@ func (r *Result) Diagnostics(err error, rule string) diag.List {
 		}
 		d := diag.Diagnostic{Rule: rule, Severity: diag.Error, Message: msg, Path: path}
 		if d.Rule == "" {
-			d.Rule, d.Hint = classify(msg)
+			d.Rule, d.Hint = classify(msg, r.schemaDoc())
 		}
 		d.Pos = r.errPos(e)
 		if d.Rule == RuleSyntax && strings.Contains(msg, "found 'EOF'") {
@@ -254,11 +259,11 @@ func (r *Result) Diagnostics(err error, rule string) diag.List {
 		}
 		if strings.HasPrefix(format, "conflicting values") {
 			d.Related = r.otherValues(e, d.Pos, e.Path())
-			d.Hint = conflictHint(msg)
+			d.Hint = conflictHint(msg, r.schemaDoc())
 		}
 		if d.Rule == RuleNotAllowed {
 			if guess := r.closestField(e.Path()); guess != "" {
-				d.Hint = fmt.Sprintf("did you mean %q? Otherwise remove the field; contracts/schema/schema.cue lists the fields of each part", guess)
+				d.Hint = fmt.Sprintf("did you mean %q? Otherwise remove the field; %s lists the fields of each part", guess, r.schemaDoc())
 			}
 		}
 		out = append(out, d)
@@ -330,14 +335,22 @@ func (r *Result) userPosDepth(v cue.Value, depth int) diag.Pos {
 	return diag.Pos{}
 }
 
-func classify(msg string) (rule, hint string) {
+// schemaDoc is where the fields of each part are listed.
+func (r *Result) schemaDoc() string {
+	if r == nil || r.SchemaDoc == "" {
+		return "contracts/schema/schema.cue"
+	}
+	return r.SchemaDoc
+}
+
+func classify(msg, schema string) (rule, hint string) {
 	switch {
 	case strings.Contains(msg, "literal not terminated"), strings.Contains(msg, "expected"), strings.Contains(msg, "missing ','"):
 		return RuleSyntax, "the mistake is at or just before this position: look for an unclosed quote, brace or bracket"
 	case strings.Contains(msg, "field is required but not present"):
-		return RuleRequired, "add the field; contracts/schema/schema.cue lists the fields of each part (required ones end in !)"
+		return RuleRequired, "add the field; " + schema + " lists the fields of each part (required ones end in !)"
 	case strings.Contains(msg, "not allowed"):
-		return RuleNotAllowed, "remove the field or fix its spelling; contracts/schema/schema.cue lists the fields of each part"
+		return RuleNotAllowed, "remove the field or fix its spelling; " + schema + " lists the fields of each part"
 	}
 	return RuleSchema, ""
 }
@@ -496,12 +509,12 @@ func lineHas(file string, line int, label string) bool {
 }
 
 // conflictHint explains the common conflicts in a contract's terms.
-func conflictHint(msg string) string {
+func conflictHint(msg, schema string) string {
 	switch {
 	case strings.Contains(msg, "mismatched types string and number"), strings.Contains(msg, "mismatched types string and int"), strings.Contains(msg, "mismatched types string and float"):
 		return "this field takes a plain number without a unit or quotes (see the schema)"
 	case strings.Contains(msg, "mismatched types"):
-		return "the value has the wrong type for this field (see contracts/schema/schema.cue)"
+		return "the value has the wrong type for this field (see " + schema + ")"
 	}
 	return "two files (or two places) set this field to different values: agree on one, or move it to one side"
 }

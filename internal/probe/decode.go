@@ -103,7 +103,7 @@ func (b *base) readings(raws []raw) []Reading {
 	for i, pt := range p.Points {
 		rw, r := &raws[i], &rs[i]
 		r.Device, r.Point, r.Unit, r.Raw, r.Alarm = b.dev.Name, pt.Name, b.units[i], rw.value, pt.Dim == profile.Alarm
-		r.Received, r.Latency, r.Err = rw.received, rw.latency, rw.err
+		r.Received, r.Latency, r.Err, r.HasRaw = rw.received, rw.latency, rw.err, rw.err == nil
 		if rw.err != nil {
 			r.Quality = Bad
 			continue
@@ -122,7 +122,11 @@ func (b *base) value(r *Reading, i int, raws []raw) error {
 	if j := b.digits[i]; j >= 0 {
 		d := raws[j]
 		if d.err != nil {
-			return fmt.Errorf("its decimal digits (%s) could not be read", pt.Digits)
+			where := ""
+			if dp := b.dev.Profile.Point(pt.Digits); dp != nil {
+				where = " at " + dp.Where()
+			}
+			return fmt.Errorf("its decimal digits (point %s%s) could not be read: %w", pt.Digits, where, d.err)
 		}
 		if d.value < 0 || d.value > 9 {
 			return fmt.Errorf("its decimal digits (%s) read %g, outside 0..9", pt.Digits, d.value)

@@ -43,9 +43,19 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // TimeoutError is a request that got no answer in time.
-type TimeoutError struct{ After time.Duration }
+type TimeoutError struct {
+	After time.Duration
+	// Check says what to look at when the device is reachable but
+	// silent, or "".
+	Check string
+}
 
-func (e *TimeoutError) Error() string { return fmt.Sprintf("timed out after %s", e.After) }
+func (e *TimeoutError) Error() string {
+	if e.Check != "" {
+		return fmt.Sprintf("timed out after %s (%s)", e.After, e.Check)
+	}
+	return fmt.Sprintf("timed out after %s", e.After)
+}
 
 // Timeout marks it as a timeout for errors.Is(err, os.ErrDeadlineExceeded) users.
 func (e *TimeoutError) Timeout() bool { return true }

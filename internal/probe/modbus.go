@@ -125,6 +125,12 @@ func (d *modbusDevice) do(ctx context.Context, retry bool, req func(*modbus.Modb
 			return latency, nil
 		}
 		err = describeModbus(err, d.dev.Timeout)
+		var silent *TimeoutError
+		if errors.As(err, &silent) && d.dev.Protocol == binding.ModbusTCP {
+			// the connection was accepted: the device is there but does
+			// not answer this unit
+			silent.Check = fmt.Sprintf("the device accepts connections but does not answer: check the unit id, %d in the binding, and that the device's register map is the profile's", d.dev.Unit)
+		}
 		wasReused := d.reused
 		d.drop(err)
 		var timeout *TimeoutError

@@ -68,7 +68,7 @@ func TestModbusTimeout(t *testing.T) {
 	rs := read(t, d)
 	r := rs["heat-load"]
 	require.Equal(t, Bad, r.Quality)
-	assert.EqualError(t, r.Err, "device dev1 (modbus-tcp "+srv.Addr+" unit 7) at input registers 0..31: read: timed out after 300ms")
+	assert.EqualError(t, r.Err, "device dev1 (modbus-tcp "+srv.Addr+" unit 7) at input registers 0..31: read: timed out after 300ms (the device accepts connections but does not answer: check the unit id, 7 in the binding, and that the device's register map is the profile's)")
 	var te *TimeoutError
 	assert.True(t, errors.As(r.Err, &te))
 	assert.Equal(t, Good, rs["dp-setpoint"].Quality, "the holding registers answered on a fresh connection")

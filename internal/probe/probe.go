@@ -72,8 +72,11 @@ type Reading struct {
 	// Value is in canonical units (Unit); alarms read 1 or 0.
 	Value float64
 	Unit  string
-	// Raw is the number on the wire, before scale and digits.
-	Raw float64
+	// Raw is the number on the wire, before scale and digits; HasRaw
+	// says whether one was read (a reading can be bad with its raw
+	// number known: implausible, or its digits unreadable).
+	Raw    float64
+	HasRaw bool
 	// State names the raw value, for points with states.
 	State string
 	// Alarm is set for alarm points: Value is 1 when the alarm is active.

@@ -58,6 +58,9 @@ func (pt *Point) DecodeRegisters(regs []uint16) (float64, error) {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0, fmt.Errorf("%s: registers %04x %04x are not a number as float32 %s", pt.Name, regs[0], regs[1], pt.Order)
 		}
+		if err := pt.wordOrderSuspect(regs, f); err != nil {
+			return 0, err
+		}
 		return f, nil
 	}
 	return 0, fmt.Errorf("%s: %s is not a Modbus type", pt.Name, pt.Type)
@@ -396,4 +399,39 @@ func (pt *Point) Get(regs []uint16, digits int) (float64, error) {
 		return 0, err
 	}
 	return pt.Value(raw, digits)
+}
+
+// wordOrderSuspect catches a float32 read in the wrong word order that
+// lands near zero, inside the plausible range and so otherwise good
+// (26.4 degC decoded as 4.17e-08 degC): a value below a millionth of the
+// plausible span is below any sensor's resolution, and when another
+// word order reads the same registers as a plausible, larger value, the
+// profile's order is the suspect. Without a plausible range nothing can
+// be told.
+func (pt *Point) wordOrderSuspect(regs []uint16, f float64) error {
+	r := pt.Plausible
+	if !r.HasMin || !r.HasMax || r.Max <= r.Min || f == 0 {
+		return nil
+	}
+	tiny := 1e-6 * (r.Max - r.Min)
+	if math.Abs(pt.unitValue(f, 0)) >= tiny {
+		return nil
+	}
+	own := pt.Order
+	if own == "" {
+		own = ABCD
+	}
+	for _, o := range []WordOrder{ABCD, CDAB, BADC, DCBA} {
+		if o == own {
+			continue
+		}
+		alt := *pt
+		alt.Order = o
+		g := float64(math.Float32frombits(alt.dword(regs)))
+		if v := pt.unitValue(g, 0); !math.IsNaN(g) && !math.IsInf(g, 0) && r.Contains(v) && math.Abs(v) >= tiny {
+			return fmt.Errorf("%s: registers %04x %04x read %s in word order %s, below any sensor's resolution; in word order %s they read %s: check the profile's word order",
+				pt.Name, regs[0], regs[1], fmtValue(pt.unitValue(f, 0), pt.Unit), own, o, fmtValue(v, pt.Unit))
+		}
+	}
+	return nil
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
 
 	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/diag"
@@ -69,40 +72,113 @@ var Rules = map[string]string{
 
 // Load reads a directory of profiles. A non-nil error is a tool failure
 // (an unreadable directory); problems with the profiles are diagnostics,
-// positioned in the files relative to dir. The set holds the profiles
-// that decoded; use it only when diags has no error.
+// positioned in the files relative to dir, all of them at once. A
+// broken profile never hides the others: the set holds every profile
+// that decoded, and a file that does not parse is loaded apart from the
+// rest, so that only its own profiles are missing.
 func Load(dir string) (*Set, diag.List, error) {
 	if err := isDir(dir); err != nil {
 		return nil, nil, err
 	}
-	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: ImportPath, Files: map[string][]byte{"profile.cue": schemaCUE}, Bind: bind})
+	r, diags, err := load(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if diags.Count(diag.Error) > 0 {
+		return loadFiles(dir, diags)
+	}
+	set, more := decodeAll(r)
+	return set, append(diags, more...).Sorted(), nil
+}
+
+func load(dir string) (*cueload.Result, diag.List, error) {
+	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: ImportPath, Files: map[string][]byte{"profile.cue": schemaCUE}, Bind: bind, SchemaDoc: "internal/profile/profile.cue (explained in docs/devices.md)"})
 	if err != nil {
 		return nil, nil, fmt.Errorf("profiles: %w", err)
 	}
-	if diags.Count(diag.Error) > 0 {
-		return &Set{}, diags, nil
-	}
-	if err := r.Value.Err(); err != nil {
-		return &Set{}, r.Diagnostics(err, ""), nil
-	}
+	return r, diags, nil
+}
+
+// decodeAll validates each profile on its own and decodes those that
+// pass: one wrong field fails its profile, not the directory.
+func decodeAll(r *cueload.Result) (*Set, diag.List) {
 	d := &decoder{r: r}
 	d.topLevel()
 	root := r.Value.LookupPath(cue.ParsePath("profiles"))
-	var paths []cue.Path
-	for _, l := range cueload.Labels(root) {
-		paths = append(paths, cue.MakePath(cue.Str("profiles"), cue.Str(l)))
-	}
-	d.diags = append(d.diags, r.Validate(paths...)...)
 	set := &Set{}
-	if d.diags.Count(diag.Error) > 0 {
-		return set, d.diags.Sorted(), nil
-	}
 	for _, l := range cueload.Labels(root) {
+		if vd := validateProfile(r, root, l); vd.Count(diag.Error) > 0 {
+			d.diags = append(d.diags, vd...)
+			continue
+		}
 		if p := d.profile(l, root.LookupPath(cue.MakePath(cue.Str(l)))); p != nil {
 			set.Profiles = append(set.Profiles, p)
 		}
 	}
-	return set, d.diags.Sorted(), nil
+	return set, d.diags.Sorted()
+}
+
+// loadFiles loads each file of a directory that does not load whole on
+// its own (in a directory of its own, positions mapped back), keeping
+// the profiles of every file that loads; first are the whole
+// directory's problems, which name the files that do not.
+func loadFiles(dir string, first diag.List) (*Set, diag.List, error) {
+	names, err := cueFiles(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	broken := map[string]bool{}
+	for _, d := range first {
+		broken[filepath.Base(d.Pos.Resolved().File)] = true
+	}
+	set, diags := &Set{}, first
+	for _, name := range names {
+		if broken[name] {
+			continue
+		}
+		tmp, err := os.MkdirTemp("", "seam-profile-")
+		if err != nil {
+			return nil, nil, err
+		}
+		defer os.RemoveAll(tmp)
+		src, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, name), src, 0o644); err != nil {
+			return nil, nil, err
+		}
+		r, fd, err := load(tmp)
+		if err != nil {
+			return nil, nil, err
+		}
+		if fd.Count(diag.Error) > 0 {
+			diags = append(diags, fd...)
+			continue
+		}
+		one, more := decodeAll(r)
+		for _, p := range one.Profiles {
+			p.Dir = dir
+		}
+		set.Profiles = append(set.Profiles, one.Profiles...)
+		diags = append(diags, more...)
+	}
+	sortProfiles(set)
+	return set, diags.Sorted(), nil
+}
+
+func cueFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".cue") {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }
 
 // MustLoad loads dir and fails on any error diagnostic; for tests and
@@ -221,7 +297,7 @@ func (d *decoder) limits(v cue.Value, path string) Limits {
 
 func (d *decoder) point(p *Profile, name string, v cue.Value, path string) *Point {
 	pt := &Point{Name: name, Table: Table(str(v, "table")), OID: strings.TrimPrefix(str(v, "oid"), "."),
-		Type: DataType(str(v, "type")), Order: WordOrder(str(v, "order")), Digits: str(v, "digits"),
+		Type: dataType(str(v, "type")), Order: WordOrder(str(v, "order")), Digits: str(v, "digits"),
 		Timestamp: str(v, "timestamp"), Unit: str(v, "unit"), Access: Access(str(v, "access")),
 		Note: str(v, "note"), Pos: d.r.UserPos(v), unitScale: 1}
 	if a, err := v.LookupPath(cue.ParsePath("address")).Int64(); err == nil {
@@ -420,4 +496,93 @@ func isDir(dir string) error {
 		return fmt.Errorf("profile directory %s: not a directory", dir)
 	}
 	return nil
+}
+
+// sortProfiles orders a set's profiles by name.
+func sortProfiles(s *Set) {
+	slices.SortFunc(s.Profiles, func(a, b *Profile) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// dataType reads a point's type; SNMP's Unsigned32 is Gauge32 (one ASN.1
+// tag, RFC 2578 §7.1.11).
+func dataType(s string) DataType {
+	if s == "Unsigned32" {
+		return Gauge32
+	}
+	return DataType(s)
+}
+
+// validateProfile validates a profile and each of its points on their
+// own, so that every mistake is reported in one run (CUE stops at the
+// first error of a value), each once.
+func validateProfile(r *cueload.Result, root cue.Value, name string) diag.List {
+	base := cue.MakePath(cue.Str("profiles"), cue.Str(name))
+	paths := []cue.Path{base}
+	for _, f := range cueload.Labels(root.LookupPath(cue.MakePath(cue.Str(name)))) {
+		if f != "points" {
+			paths = append(paths, cue.MakePath(cue.Str("profiles"), cue.Str(name), cue.Str(f)))
+		}
+	}
+	for _, pt := range cueload.Labels(root.LookupPath(cue.MakePath(cue.Str(name), cue.Str("points")))) {
+		paths = append(paths, cue.MakePath(cue.Str("profiles"), cue.Str(name), cue.Str("points"), cue.Str(pt)))
+	}
+	var out diag.List
+	seen := map[string]bool{}
+	for _, d := range unknownFields(r, root.LookupPath(cue.MakePath(cue.Str(name))), name) {
+		seen[d.Pos.String()+"\x00"+d.Message] = true
+		out = append(out, d)
+	}
+	for _, p := range paths {
+		for _, d := range r.Validate(p) {
+			key := d.Pos.String() + "\x00" + d.Message
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// profileFields are the fields a profile may have, from the schema.
+var profileFields = func() map[string]bool {
+	out := map[string]bool{}
+	v := cuecontext.New().CompileBytes(schemaCUE).LookupPath(cue.ParsePath("#Profile"))
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return out
+	}
+	for it.Next() {
+		out[it.Selector().Unquoted()] = true
+	}
+	return out
+}()
+
+// unknownFields reports the fields of a profile the schema does not
+// have, as CUE would, so that they are reported together with the
+// profile's other mistakes (CUE stops at one).
+func unknownFields(r *cueload.Result, pv cue.Value, name string) diag.List {
+	var out diag.List
+	var known []string
+	for k := range profileFields {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	it, err := pv.Fields()
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		l := it.Selector().Unquoted()
+		if profileFields[l] {
+			continue
+		}
+		path := "profiles." + quote(name) + "." + l
+		d := out.Errorf(cueload.RuleNotAllowed, r.UserPos(it.Value()), path, "%s: field not allowed", path)
+		d.Hint = "remove the field or fix its spelling; internal/profile/profile.cue (explained in docs/devices.md) lists the fields of a profile"
+		if g := cueload.Closest(l, known); len(g) > 0 {
+			d.Hint = fmt.Sprintf("did you mean %q? Otherwise remove the field; internal/profile/profile.cue (explained in docs/devices.md) lists the fields of a profile", g[0])
+		}
+	}
+	return out
 }

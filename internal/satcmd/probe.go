@@ -15,7 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/diag"
@@ -81,7 +80,7 @@ func runProbeEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string)
 }
 
 func probeSite(ctx context.Context, f probeFlags, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	b, diags, err := binding.Load(f.site)
+	b, diags, err := loadBinding(f.site)
 	if err != nil {
 		fmt.Fprintf(stderr, "sat probe: %v\n", err)
 		return cli.ExitTool
@@ -230,8 +229,12 @@ func renderJSON(w io.Writer, rs []probe.ChannelReading) error {
 			j.Kind = "loadbank"
 		}
 		if r.Quality != probe.Bad {
-			v, raw := r.Value, r.Raw
-			j.Value, j.Raw = &v, &raw
+			v := r.Value
+			j.Value = &v
+		}
+		if r.HasRaw {
+			raw := r.Raw // also for a bad reading: the number to look at when the scale is suspect
+			j.Raw = &raw
 		}
 		if !r.Received.IsZero() {
 			j.Received = r.Received.UTC().Format(time.RFC3339Nano)

@@ -115,7 +115,7 @@ type Defect struct {
 
 // Load reads a sim config directory.
 func Load(dir string) (*Config, diag.List, error) {
-	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: ImportPath, Files: map[string][]byte{"schema.cue": schemaCUE}, Bind: bind})
+	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: ImportPath, Files: map[string][]byte{"schema.cue": schemaCUE}, Bind: bind, SchemaDoc: "internal/sim/simconfig/schema.cue"})
 	if err != nil {
 		return nil, nil, fmt.Errorf("sim config: %w", err)
 	}
