@@ -10,6 +10,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/simonvetter/modbus v1.6.4
 	github.com/slayercat/GoSNMPServer v0.5.2
+	github.com/stmcginnis/gofish v0.23.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/crypto v0.59.0
 )
