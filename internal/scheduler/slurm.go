@@ -1,0 +1,192 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Command runs a scheduler's commands. The zero value runs them with
+// os/exec, each bounded by a minute.
+type Command struct {
+	Timeout time.Duration
+	// Exec replaces os/exec (tests hand in fakes); env is added to the
+	// process's environment.
+	Exec func(ctx context.Context, env []string, name string, args ...string) ([]byte, error)
+	Log  *slog.Logger
+}
+
+func (c Command) run(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	exe := c.Exec
+	if exe == nil {
+		exe = osExec
+	}
+	out, err := exe(ctx, env, name, args...)
+	if c.Log != nil {
+		c.Log.Debug("ran", "command", name+" "+strings.Join(args, " "), "duration_seconds", time.Since(start).Seconds(), "error", err)
+	}
+	if err != nil {
+		shown := filepath.Base(name) + " " + strings.Join(args, " ")
+		if ctx.Err() == context.DeadlineExceeded {
+			return out, fmt.Errorf("%s: timed out after %s", shown, timeout)
+		}
+		return out, fmt.Errorf("%s: %w", shown, err)
+	}
+	return out, nil
+}
+
+// osExec runs a program; its error carries the exit and what it wrote
+// to standard error.
+func osExec(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return out, fmt.Errorf("%w: %s", err, msg)
+		}
+		return out, err
+	}
+	return out, nil
+}
+
+// Slurm is a live Slurm cluster, reached through scontrol and sinfo on
+// a host that can talk to its controller (apply: the controller's host,
+// where topology.conf lives).
+type Slurm struct {
+	// Conf is slurm.conf (passed as SLURM_CONF); "" leaves the
+	// environment's.
+	Conf string
+	// Bin is the directory of scontrol and sinfo; "" finds them on PATH.
+	Bin string
+	Command
+}
+
+func (s *Slurm) env() []string {
+	if s.Conf == "" {
+		return nil
+	}
+	return []string{"SLURM_CONF=" + s.Conf}
+}
+
+func (s *Slurm) bin(name string) string {
+	if s.Bin == "" {
+		return name
+	}
+	return filepath.Join(s.Bin, name)
+}
+
+// Scontrol runs scontrol with args.
+func (s *Slurm) Scontrol(ctx context.Context, args ...string) ([]byte, error) {
+	return s.run(ctx, s.env(), s.bin("scontrol"), args...)
+}
+
+// Read runs scontrol show topology and sinfo --json.
+func (s *Slurm) Read(ctx context.Context) (*State, error) {
+	topo, err := s.Scontrol(ctx, "show", "topology")
+	if err != nil {
+		return nil, err
+	}
+	ts, err := ParseTopology("scontrol show topology", topo)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := s.run(ctx, s.env(), s.bin("sinfo"), "--json")
+	if err != nil {
+		return nil, err
+	}
+	ns, err := ParseSinfo("sinfo --json", nodes)
+	if err != nil {
+		return nil, err
+	}
+	return Merge(ts, ns), nil
+}
+
+// TopologyFile is topology.conf beside slurm.conf: Conf's directory, or
+// the one scontrol show config names.
+func (s *Slurm) TopologyFile(ctx context.Context) (string, error) {
+	if s.Conf != "" {
+		return filepath.Join(filepath.Dir(s.Conf), "topology.conf"), nil
+	}
+	out, err := s.Scontrol(ctx, "show", "config")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "SLURM_CONF" {
+			return filepath.Join(filepath.Dir(strings.TrimSpace(v)), "topology.conf"), nil
+		}
+	}
+	return "", errors.New("scontrol show config names no SLURM_CONF: give slurm.conf's path")
+}
+
+// Reconfigure runs scontrol reconfigure: slurmctld reads its files again.
+func (s *Slurm) Reconfigure(ctx context.Context) error {
+	_, err := s.Scontrol(ctx, "reconfigure")
+	return err
+}
+
+// Up runs scontrol ping.
+func (s *Slurm) Up(ctx context.Context) error {
+	out, err := s.Scontrol(ctx, "ping")
+	if err != nil {
+		return fmt.Errorf("slurmctld does not answer: %w", err)
+	}
+	if !bytes.Contains(out, []byte("is UP")) {
+		return fmt.Errorf("slurmctld does not answer: scontrol ping: %s", strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// SlurmFiles are saved copies of scontrol show topology and sinfo
+// --json (either may be "").
+type SlurmFiles struct{ Topology, Sinfo string }
+
+// Read reads the saved copies, side by side.
+func (f SlurmFiles) Read(ctx context.Context) (*State, error) {
+	var parts []Scheduler
+	if f.Topology != "" {
+		parts = append(parts, savedFile{f.Topology, "scontrol show topology", ParseTopology})
+	}
+	if f.Sinfo != "" {
+		parts = append(parts, savedFile{f.Sinfo, "sinfo --json", ParseSinfo})
+	}
+	if len(parts) == 0 {
+		return nil, errors.New("no saved Slurm output given")
+	}
+	states, err := ReadAll(ctx, parts...)
+	if err != nil {
+		return nil, err
+	}
+	return Merge(states...), nil
+}
+
+// savedFile is one command's saved output.
+type savedFile struct {
+	path, what string
+	parse      func(string, []byte) (*State, error)
+}
+
+func (s savedFile) Read(context.Context) (*State, error) {
+	b, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.what, err)
+	}
+	return s.parse(s.path, b)
+}
