@@ -59,7 +59,8 @@ demo: build
 # custom metrics each benchmark reports). Heavy benchmarks run a fixed
 # number of times; the whole table takes a few minutes.
 BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal/diff ./internal/sign \
-	./internal/probe ./internal/sim ./internal/grade ./internal/runner ./internal/report
+	./internal/probe ./internal/sim ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
+	./internal/redfish ./internal/topology
 bench:
 	@mkdir -p $(OUT)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt

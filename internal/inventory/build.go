@@ -3,6 +3,7 @@ package inventory
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/seamdc/seam/internal/diag"
@@ -13,7 +14,8 @@ import (
 // exist, a tray where the design has none) are diagnostics; the checks
 // of the joined graph are Check's.
 func Build(site *Site, handovers ...*Handover) (*Graph, diag.List) {
-	b := &builder{g: newGraph(site, estimate(site)), asBuilt: map[*Rack]*RackRecord{}, names: map[*Rack][]*NodeRecord{}, cdus: map[ID][]ID{}}
+	b := &builder{g: newGraph(site, estimate(site)), asBuilt: map[*Rack]*RackRecord{}, names: map[*Rack][]*NodeRecord{}, cdus: map[ID][]ID{},
+		partial: map[*Handover]bool{}}
 	b.join(handovers)
 	b.site()
 	b.g.seal()
@@ -26,6 +28,30 @@ type builder struct {
 	asBuilt map[*Rack]*RackRecord   // the per-rack form
 	names   map[*Rack][]*NodeRecord // the design brief's form, sorted by node
 	cdus    map[ID][]ID             // a loop's CDUs, while the graph is built
+	partial map[*Handover]bool      // files with records that did not join
+	// identities is the block parts' identities are allocated from
+	identities []Identity
+}
+
+// complete reports whether every record of the files recs come from
+// was read and joined: only then do counts over them mean anything.
+func (b *builder) complete(recs []*NodeRecord) bool {
+	for _, rec := range recs {
+		if h := rec.h; h != nil && (h.partial || b.partial[h]) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNames reports a rack whose brief records are not one per node.
+func (b *builder) checkNames(r *Rack, rb *rackBuild, nodes int, want string) {
+	if len(rb.names) == 0 || len(rb.names) == nodes || !b.complete(rb.names) {
+		return
+	}
+	first, last := rb.names[0].Node, rb.names[len(rb.names)-1].Node
+	b.diags.Errorf(RuleCounts, rb.names[0].Pos, "", "rack %s: the handover lists %d nodes in it (%s … %s), but %s",
+		r.ID, len(rb.names), first, last, want).Hint = "one record per node: add or remove records, or fix their rack"
 }
 
 // estimate is how many elements the site will have, to size the graph.
@@ -154,6 +180,12 @@ func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
 	}
 	d := r.DesignOf
 	if d == nil {
+		if rb.rec != nil && len(rb.rec.Trays) > 0 && r.Design.To == "" {
+			// the rack's path: a design that is there but broken is a schema
+			// error, and vet drops this finding as its cascade
+			b.diags.Errorf(RuleAsBuilt, rb.rec.Pos, r.Path, "rack %s lists %d trays, but the contract's rack %s names no rack design: its trays are not checked",
+				rb.rec.Name, len(rb.rec.Trays), r.ID).Hint = `give the rack its design in the contract (design: "…"), or leave the trays out of the handover`
+		}
 		b.countedRack(r, rb)
 		return
 	}
@@ -182,10 +214,7 @@ func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
 			b.tray(r, rb, t, i, slot)
 		}
 	}
-	if rb.names != nil && len(rb.names) != rb.node {
-		b.diags.Errorf(RuleCounts, rb.names[0].Pos, "", "%s lists %d nodes in rack %s; its design %s has %d compute trays",
-			b.fileOf(rb.names[0]), len(rb.names), r.ID, d.Name, rb.node).Hint = "one record per compute tray: add or remove records, or fix their rack"
-	}
+	b.checkNames(r, rb, rb.node, fmt.Sprintf("its design %s has %d compute trays", d.Name, rb.node))
 }
 
 func isSwitch(kind string) bool { return kind == TorSwitch || kind == ManagementSwitch }
@@ -202,6 +231,9 @@ func b2i(v bool) int {
 func (b *builder) countedRack(r *Rack, rb *rackBuild) {
 	g := b.g
 	n := max(r.Nodes, len(r.NodeIDs))
+	if r.Nodes > 0 {
+		b.checkNames(r, rb, n, fmt.Sprintf("the contract gives it %d nodes", n))
+	}
 	for i := 0; i < n; i++ {
 		key := fmt.Sprintf("%s/node-%02d", r.ID, i+1)
 		if i < len(r.NodeIDs) {
@@ -298,15 +330,26 @@ func (b *builder) power(rb *rackBuild, t *TrayDesign, i int, id ID, rec *TrayRec
 			pdu = None
 			if p, ok := rb.pdus[rec.PDU]; ok {
 				pdu = p
+			} else if len(rb.pdus) > 0 { // a rack without PDUs is INV002's
+				b.diags.Errorf(RuleUnknownRef, rec.Pos, "", "rack %s: the power shelf at U%d is on PDU %q, which rack %s does not have (its PDUs: %s): the shelf's PSUs are on no feed",
+					rb.rec.Name, rec.Slot, rec.PDU, g.els[rb.id].Key, strings.Join(sortedKeys(rb.pdus), ", ")).Hint = didYouMeanOr(rec.PDU, sortedKeys(rb.pdus), "fix the shelf's pdu")
 			}
 		}
+		if rec != nil && len(rec.PSUs) > t.PSUs {
+			b.diags.Errorf(RuleCounts, rec.Pos, "", "rack %s: the power shelf at U%d lists %d PSUs, but the design's %s has %d bays: the extra serials are not read",
+				rb.rec.Name, rec.Slot, len(rec.PSUs), t.Name, t.PSUs).Hint = `one entry per bay, "" for an empty one`
+		}
 		for bay := 1; bay <= t.PSUs; bay++ {
-			e := Element{Key: fmt.Sprintf("%s/psu-%d", g.els[id].Key, bay), Kind: KindPSU, Slot: bay, PowerW: Watts(t.PSUPower), Pos: g.els[id].Pos}
-			if rec != nil {
-				if bay > len(rec.PSUs) || rec.PSUs[bay-1] == "" {
-					continue // an empty bay
+			e := Element{Key: g.els[id].Key + "/psu-" + strconv.Itoa(bay), Kind: KindPSU, Slot: bay, PowerW: Watts(t.PSUPower), Pos: g.els[id].Pos}
+			if rec != nil && rec.PSUs != nil {
+				// the record lists the bays: "" is an empty one; bays past
+				// its list are as designed, their serials unknown
+				if bay <= len(rec.PSUs) && rec.PSUs[bay-1] == "" {
+					continue
 				}
-				e.Identity = &Identity{Serial: rec.PSUs[bay-1]}
+				if bay <= len(rec.PSUs) {
+					e.Identity = &Identity{Serial: rec.PSUs[bay-1]}
+				}
 			}
 			psu, _ := g.add(id, e)
 			g.link(Powers, pdu, psu)
@@ -331,16 +374,25 @@ func (b *builder) power(rb *rackBuild, t *TrayDesign, i int, id ID, rec *TrayRec
 // a management switch.
 func (b *builder) parts(rb *rackBuild, t *TrayDesign, key string, id ID, rec *TrayRecord) {
 	g := b.g
+	if rec != nil {
+		for _, p := range t.Parts {
+			if serials := rec.Parts[p.Kind]; len(serials) > p.Count {
+				b.diags.Errorf(RuleCounts, rec.Pos, "", "rack %s: the %s tray at U%d lists %d %s serials, but the design's %s tray holds %d: the extra serials are not read",
+					rb.rec.Name, t.Kind, rec.Slot, len(serials), p.Kind, t.Name, p.Count).Hint = "fix the serials, or the design's part count"
+			}
+		}
+	}
+	keys := partKeys(key, t.Parts)
 	for _, p := range t.Parts {
 		for n := 1; n <= p.Count; n++ {
-			e := Element{Key: fmt.Sprintf("%s/%s-%d", key, p.Name, n), Kind: partKinds[p.Kind], Slot: n, Pos: g.els[id].Pos}
-			if p.Model != "" {
-				e.Identity = &Identity{Model: p.Model}
+			e := Element{Key: keys[0], Kind: partKinds[p.Kind], Slot: n, Pos: g.els[id].Pos}
+			keys = keys[1:]
+			serial := ""
+			if serials := rec.partSerials(p.Kind); n <= len(serials) {
+				serial = serials[n-1]
 			}
-			if rec != nil {
-				if serials := rec.Parts[p.Kind]; n <= len(serials) && serials[n-1] != "" {
-					e.Identity = &Identity{Serial: serials[n-1], Model: p.Model}
-				}
+			if p.Model != "" || serial != "" {
+				e.Identity = b.identity(Identity{Serial: serial, Model: p.Model})
 			}
 			if p.Kind == BMC && rec != nil && rec.BMC != nil {
 				e.BMCAddress = rec.BMC.Address
@@ -397,6 +449,54 @@ func (b *builder) cable(rb *rackBuild, id ID, byDesign bool, port *Port, kind Ki
 	}
 }
 
+// partKeys are the keys of a tray's parts, "key/name-n" in the order
+// parts adds them, cut from one string: a site has millions.
+func partKeys(key string, parts []*PartDesign) []string {
+	n, size := 0, 0
+	for _, p := range parts {
+		n += p.Count
+		for i := 1; i <= p.Count; i++ {
+			size += len(key) + len(p.Name) + 2 + len(strconv.Itoa(i))
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	ends := make([]int, 0, n)
+	for _, p := range parts {
+		for i := 1; i <= p.Count; i++ {
+			sb.WriteString(key)
+			sb.WriteByte('/')
+			sb.WriteString(p.Name)
+			sb.WriteByte('-')
+			sb.WriteString(strconv.Itoa(i))
+			ends = append(ends, sb.Len())
+		}
+	}
+	all, out, start := sb.String(), make([]string, n), 0
+	for i, end := range ends {
+		out[i], start = all[start:end], end
+	}
+	return out
+}
+
+// identity allocates identities in blocks: a site has millions.
+func (b *builder) identity(v Identity) *Identity {
+	if len(b.identities) == cap(b.identities) {
+		b.identities = make([]Identity, 0, 4096)
+	}
+	b.identities = append(b.identities, v)
+	return &b.identities[len(b.identities)-1]
+}
+
+// partSerials are the serials a tray record gives parts of kind, by
+// position (none without a record).
+func (rec *TrayRecord) partSerials(kind string) []string {
+	if rec == nil {
+		return nil
+	}
+	return rec.Parts[kind]
+}
+
 func identity(pn, serial, tag, model string, fw map[string]string) *Identity {
 	if pn == "" && serial == "" && tag == "" && model == "" && len(fw) == 0 {
 		return nil
@@ -416,19 +516,19 @@ func (b *builder) traysBySlot(r *Rack, d *RackDesign, rec *RackRecord) map[int]*
 	out := map[int]*TrayRecord{}
 	for _, t := range rec.Trays {
 		if prev, ok := out[t.Slot]; ok {
-			b.diags.Errorf(RuleSlot, t.Pos, "", "%s: rack %s: two trays in slot %d (%s, and %s at %s)", b.file(rec), rec.Name, t.Slot,
+			b.diags.Errorf(RuleSlot, t.Pos, "", "rack %s: two trays in slot U%d: this %s tray, and the %s tray at %s", rec.Name, t.Slot,
 				t.Kind, prev.Kind, prev.Pos).Hint = "one tray per slot: fix the slot of one of them"
 			continue
 		}
 		want, ok := design[t.Slot]
 		switch {
 		case !ok:
-			b.diags.Errorf(RuleAsBuilt, t.Pos, "", "%s: rack %s: a %s tray in slot %d, where design %s has none (its slots: %s)",
-				b.file(rec), rec.Name, t.Kind, t.Slot, d.Name, slotList(d)).Hint = "fix the slot, or the rack design"
+			b.diags.Errorf(RuleAsBuilt, t.Pos, "", "rack %s: a %s tray at U%d, where its design %s has no tray (the design's slots: %s)",
+				rec.Name, t.Kind, t.Slot, d.Name, slotList(d)).Hint = "fix the tray's slot (its lowest U), or the rack design"
 			continue
 		case t.Kind != want.Kind:
-			b.diags.Errorf(RuleAsBuilt, t.Pos, "", "%s: rack %s: a %s tray in slot %d, where design %s has a %s tray (%s)",
-				b.file(rec), rec.Name, t.Kind, t.Slot, d.Name, want.Kind, want.Name).Hint = "a tray in the wrong slot: move it, or fix the record"
+			b.diags.Errorf(RuleAsBuilt, t.Pos, "", "rack %s: a %s tray at U%d, where its design %s has a %s tray (%s)",
+				rec.Name, t.Kind, t.Slot, d.Name, want.Kind, want.Name).Hint = "a tray in the wrong slot, or the wrong kind in the record: fix the slot or the kind"
 			continue
 		}
 		out[t.Slot] = t
@@ -459,10 +559,6 @@ func slotList(d *RackDesign) string {
 	return strings.Join(parts, ", ")
 }
 
-func (b *builder) file(rec *RackRecord) string { return rec.Pos.Resolved().File }
-
-func (b *builder) fileOf(rec *NodeRecord) string { return rec.Pos.Resolved().File }
-
 func sortedKeys[K int | string, V any](m map[K]V) []K {
 	out := make([]K, 0, len(m))
 	for k := range m {
@@ -470,4 +566,12 @@ func sortedKeys[K int | string, V any](m map[K]V) []K {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// didYouMeanOr is didYouMean's hint, or otherwise.
+func didYouMeanOr(s string, known []string, otherwise string) string {
+	if h := didYouMean(s, known); h != "" {
+		return h
+	}
+	return otherwise
 }

@@ -31,13 +31,33 @@ type checker struct {
 	diags diag.List
 }
 
-// label names an element for a person: its key, and a node's Slurm name.
+// label names an element for a person: what it is, its key, and a
+// node's Slurm name.
 func (c *checker) label(id ID) string {
 	e := c.g.El(id)
 	if e.Names != nil && e.Names.Slurm != "" && e.Names.Slurm != strings.ReplaceAll(e.Key, "/", "-") {
-		return fmt.Sprintf("%s %s (%s)", e.Kind, e.Key, e.Names.Slurm)
+		return fmt.Sprintf("%s %s (%s)", kindLabel(e.Kind), e.Key, e.Names.Slurm)
 	}
-	return e.Kind.String() + " " + e.Key
+	return kindLabel(e.Kind) + " " + e.Key
+}
+
+// kindLabel is what a person calls an element of kind k.
+func kindLabel(k Kind) string {
+	switch k {
+	case KindCompute:
+		return "compute tray"
+	case KindScaleUpSwitch:
+		return "scale-up switch tray"
+	case KindPowerShelf:
+		return "power shelf"
+	case KindTorSwitch:
+		return "ToR switch"
+	case KindManagementSwitch:
+		return "management switch"
+	case KindGPU, KindCPU, KindNIC, KindDPU, KindBMC, KindPSU, KindPDU, KindUPS, KindCDU:
+		return strings.ToUpper(k.String())
+	}
+	return k.String()
 }
 
 // designs checks every rack design once: slots inside the rack and not
@@ -66,13 +86,18 @@ func (c *checker) slots(d *RackDesign) {
 		h := max(t.HeightU, 1)
 		for i, s := range t.Slots {
 			if d.HeightU > 0 && s+h-1 > d.HeightU {
-				c.diags.Errorf(RuleSlot, t.Pos, t.Path, "%s: tray %d at U%d (%d U high) does not fit a %d U rack", t.Path, i+1, s, h, d.HeightU).Hint =
+				c.diags.Errorf(RuleSlot, t.Pos, t.Path, "%s: its tray %d at U%d (%d U high) does not fit a %d U rack", t.Path, i+1, s, h, d.HeightU).Hint =
 					"fix its slot, or the rack's height_u"
 			}
+			clash := false
 			for u := s; u < s+h; u++ {
 				if prev, ok := taken[u]; ok {
-					c.diags.Errorf(RuleSlot, t.Pos, t.Path, "%s: tray %d and %s tray %d both take U%d", t.Path, i+1, prev.t.Name, prev.n, u).Hint =
-						"two things cannot share a U slot: fix one of the slots"
+					if !clash {
+						at := prev.t.Slots[prev.n-1]
+						c.diags.Errorf(RuleSlot, t.Pos, t.Path, "%s: its tray %d at U%d and %s tray %d at U%d both take U%d", t.Path, i+1, s, prev.t.Name, prev.n, at, u).Hint =
+							"two trays cannot share a U slot: fix the slots of one of them (a slot is a tray's lowest U; height_u says how many it takes)"
+					}
+					clash = true
 					continue
 				}
 				taken[u] = use{t, i + 1}
@@ -95,27 +120,43 @@ func (c *checker) racks() {
 				for _, rd := range m.RackDesigns {
 					names = append(names, rd.Name)
 				}
-				c.diags.Errorf(RuleDesignRef, r.Design.Pos, r.Path+".design", "%s.design: module %s has no rack design %q (it has: %s)",
-					r.Path, m.ID, r.Design.To, strings.Join(names, ", ")).Hint = "declare it under the module's rack_designs, or fix the name"
+				has := strings.Join(names, ", ")
+				if has == "" {
+					has = "none"
+				}
+				c.diags.Errorf(RuleDesignRef, r.Design.Pos, r.Path+".design", "%s.design: module %s has no rack design %q (its rack designs: %s)",
+					r.Path, m.ID, r.Design.To, has).Hint = didYouMeanOr(r.Design.To, names, "declare it under the module's rack_designs, or fix the name")
 				continue
 			}
+			var says, has, fix []string
 			if n := d.Count(Compute); r.Nodes > 0 && n != r.Nodes {
-				c.diags.Errorf(RuleCounts, r.Pos, r.Path, "%s: %d nodes, but its design %s has %d compute trays", r.Path, r.Nodes, d.Name, n).Hint =
-					"the counts and the design must agree: fix nodes, or the design"
+				says, has, fix = append(says, fmt.Sprintf("%d nodes", r.Nodes)), append(has, fmt.Sprintf("%d compute trays", n)), append(fix, "nodes")
 			}
 			if n := d.Parts(GPU); r.GPUs > 0 && n != r.GPUs {
-				c.diags.Errorf(RuleCounts, r.Pos, r.Path, "%s: %d GPUs, but its design %s holds %d", r.Path, r.GPUs, d.Name, n).Hint =
-					"the counts and the design must agree: fix gpus, or the design"
+				says, has, fix = append(says, fmt.Sprintf("%d GPUs", r.GPUs)), append(has, fmt.Sprintf("%d GPUs", n)), append(fix, "gpus")
+			}
+			if len(says) > 0 {
+				c.diags.Errorf(RuleCounts, firstValid(r.Design.Pos, r.Pos), r.Path, "%s: the rack says %s, but its design %s has %s", r.Path, strings.Join(says, " and "), d.Name, strings.Join(has, " and ")).Hint =
+					"the counts and the design must agree: fix " + strings.Join(fix, " and ") + ", or the design"
 			}
 			pdus := map[string]bool{}
 			for _, p := range r.PDUs {
 				pdus[strings.TrimPrefix(p.ID, r.ID+"/")] = true
 			}
+			if len(pdus) == 0 {
+				continue // INV002 reports a rack without PDUs
+			}
 			for _, t := range d.Trays {
-				for _, f := range t.Feeds {
+				for i, f := range t.Feeds {
 					if !pdus[f.To] {
-						c.diags.Errorf(RuleShelfFeeds, r.Pos, r.Path, "%s: its design's %s is fed by PDU %q, which the rack does not have (its PDUs: %s)",
-							r.Path, t.Name, f.To, strings.Join(sortedKeys(pdus), ", ")).Hint = "name the rack's PDUs in the design's feeds, or add the PDU"
+						slot := ""
+						if i < len(t.Slots) {
+							slot = fmt.Sprintf(" at U%d", t.Slots[i])
+						}
+						d := c.diags.Errorf(RuleShelfFeeds, f.Pos, r.Path, "%s: its design's %s tray %d%s is fed by PDU %q, which the rack does not have (its PDUs: %s)",
+							r.Path, t.Name, i+1, slot, f.To, strings.Join(sortedKeys(pdus), ", "))
+						d.Hint = didYouMeanOr(f.To, sortedKeys(pdus), "name the rack's PDUs in the design's feeds, or give the rack the PDU")
+						d.Related = []diag.Related{{Pos: firstValid(r.Design.Pos, r.Pos), Message: "rack " + r.ID + ", which names design " + r.Design.To}}
 						break
 					}
 				}
@@ -124,7 +165,9 @@ func (c *checker) racks() {
 	}
 }
 
-// power reports every tray that no power path reaches from a feed.
+// power reports, per rack, the trays that no power path reaches from a
+// feed, at the cause. A cause another rule reports (a PDU on an unknown
+// feed, a shelf on a PDU the rack lacks) is not reported again.
 func (c *checker) power() {
 	g := c.g
 	powered := make([]bool, g.Len())
@@ -143,43 +186,98 @@ func (c *checker) power() {
 			}
 		}
 	}
-	for i := range g.Len() {
-		id := ID(i)
-		if e := g.El(id); e.Kind.IsTray() && e.Kind != KindPowerShelf && !powered[id] {
-			c.diags.Errorf(RuleNoPower, e.Pos, e.Key, "%s has no power path to a feed: %s", c.label(id), c.whyUnpowered(id)).Hint =
-				"give the rack PDUs on the site's feeds, and its power shelves PDUs it has"
+	for _, m := range g.Site.Modules {
+		for _, r := range m.Racks {
+			rid, ok := g.Lookup(r.ID)
+			if !ok {
+				continue
+			}
+			var dead []ID
+			for _, t := range g.Children(rid) {
+				if e := g.El(t); e.Kind.IsTray() && e.Kind != KindPowerShelf && !powered[t] {
+					dead = append(dead, t)
+				}
+			}
+			if len(dead) == 0 {
+				continue
+			}
+			pos, why, hint := c.whyUnpowered(r, rid)
+			if why == "" {
+				continue
+			}
+			c.diags.Errorf(RuleNoPower, pos, r.Path, "%s: %s no power path to a feed: %s", r.Path, c.trays(dead, "has", "have"), why).Hint = hint
 		}
 	}
 }
 
-// whyUnpowered says where a tray's power path stops.
-func (c *checker) whyUnpowered(id ID) string {
+// trays names a list of trays of one rack for a message: its compute
+// tray compute-03, or its 27 trays (18 compute, 9 scale-up-switch).
+func (c *checker) trays(ids []ID, one, many string) string {
 	g := c.g
-	in := g.In(Powers, id)
-	if len(in) == 0 {
-		return "nothing feeds it"
+	if len(ids) == 1 {
+		e := g.El(ids[0])
+		return fmt.Sprintf("its %s %s %s", kindLabel(e.Kind), e.Key[strings.LastIndex(e.Key, "/")+1:], one)
 	}
-	for _, src := range in {
-		if g.El(src).Kind == KindBusbar {
-			n := 0
-			for _, psu := range g.In(Powers, src) {
-				if len(g.In(Powers, psu)) > 0 {
-					n++
+	var kinds []Kind
+	n := map[Kind]int{}
+	for _, id := range ids {
+		k := g.El(id).Kind
+		if n[k] == 0 {
+			kinds = append(kinds, k)
+		}
+		n[k]++
+	}
+	slices.Sort(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", n[k], k)
+	}
+	return fmt.Sprintf("its %d trays (%s) %s", len(ids), strings.Join(parts, ", "), many)
+}
+
+// whyUnpowered says where a rack's power path stops, with the position
+// of the cause; "" when another rule reports the cause.
+func (c *checker) whyUnpowered(r *Rack, rid ID) (diag.Pos, string, string) {
+	g := c.g
+	if len(r.PDUs) == 0 {
+		return r.Pos, "the rack has no PDUs", `give it PDUs on the site's feeds: pdus: {a: {feed: "p1/block/a", breaker: "250 A"}, b: {feed: "p1/block/b", breaker: "250 A"}}`
+	}
+	fed := false
+	for _, p := range r.PDUs {
+		if id, ok := g.Lookup(p.ID); ok && len(g.In(Powers, id)) > 0 {
+			fed = true
+		}
+	}
+	if !fed {
+		return diag.Pos{}, "", "" // every PDU names a feed the site lacks: REF003 says which
+	}
+	if bus, ok := g.Lookup(r.ID + "/busbar"); ok {
+		psus := g.In(Powers, bus)
+		if len(psus) == 0 {
+			pos := r.Pos
+			for _, t := range g.Children(rid) {
+				if g.El(t).Kind == KindPowerShelf {
+					pos = g.El(t).Pos
+					break
 				}
 			}
-			if n == 0 {
-				return "its busbar's PSUs are on no PDU"
+			return pos, "every bay of its power shelves is empty in the as-built: no PSU feeds its busbar", `list each shelf's PSU serials by bay ("" only for a bay that is really empty), or install the PSUs`
+		}
+		for _, psu := range psus {
+			if len(g.In(Powers, psu)) > 0 {
+				return r.Pos, "its busbar's PSUs are on PDUs that no feed reaches", "give the rack PDUs on the site's feeds, and its power shelves PDUs it has"
 			}
 		}
-		if g.El(src).Kind == KindPDU && len(g.In(Powers, src)) == 0 {
-			return "its PDU " + g.El(src).Key + " is on no feed of the site"
-		}
+		return diag.Pos{}, "", "" // every shelf is on a PDU the rack lacks: INV021 or INV015 says which
 	}
-	return "its sources are on no feed of the site"
+	return r.Pos, "its PDUs reach none of its trays", "give the rack PDUs on the site's feeds"
 }
 
 // busbars checks each rack's DC busbar with one PSU, one shelf and one
-// feed lost against the rack's design power.
+// feed lost against the rack's design power, and reports the finest
+// loss it cannot take: a rack that cannot lose one PSU cannot lose its
+// shelf or its feed either. A rack with a shelf on no PDU is skipped:
+// INV021 or INV015 reports the shelf.
 func (c *checker) busbars() {
 	g := c.g
 	for _, bus := range g.OfKind(KindBusbar) {
@@ -189,47 +287,149 @@ func (c *checker) busbars() {
 		if r != nil && r.DesignPower.Set {
 			load = Watts(r.DesignPower)
 		}
-		var total, biggestPSU int64
-		byShelf, byFeed := map[ID]int64{}, map[ID]int64{}
-		for _, psu := range g.In(Powers, bus) {
-			w := g.El(psu).PowerW
-			total += w
-			biggestPSU = max(biggestPSU, w)
-			byShelf[g.Parent(psu)] += w
-			for _, pdu := range g.In(Powers, psu) {
-				for _, feed := range g.In(Powers, pdu) {
-					byFeed[feed] += w
+		feedOf := map[ID]string{} // a rack PDU → the feed it names
+		rackFeeds := map[string]bool{}
+		if r != nil {
+			for _, p := range r.PDUs {
+				if id, ok := g.Lookup(p.ID); ok {
+					feedOf[id] = p.Feed.To
+					rackFeeds[p.Feed.To] = true
 				}
 			}
 		}
-		path := g.El(rack).Key
-		pos := g.El(rack).Pos
+		var total, biggestPSU int64
+		byShelf, byFeed := map[ID]int64{}, map[string]int64{}
+		shelvesOn := map[string]map[ID]bool{}
+		unfed := false
+		for _, psu := range g.In(Powers, bus) {
+			pdus := g.In(Powers, psu)
+			if len(pdus) == 0 {
+				unfed = true
+				continue
+			}
+			w := g.El(psu).PowerW
+			total += w
+			biggestPSU = max(biggestPSU, w)
+			shelf := g.Parent(psu)
+			byShelf[shelf] += w
+			for _, pdu := range pdus {
+				f := feedOf[pdu]
+				byFeed[f] += w
+				if shelvesOn[f] == nil {
+					shelvesOn[f] = map[ID]bool{}
+				}
+				shelvesOn[f][shelf] = true
+			}
+		}
+		if unfed || len(byShelf) == 0 {
+			continue
+		}
+		path, pos := g.El(rack).Key, g.El(rack).Pos
 		if r != nil {
 			path, pos = r.Path, r.Pos
+			if r.DesignPower.Set && r.DesignPower.Pos.IsValid() {
+				pos = r.DesignPower.Pos
+			}
 		}
 		what := "design power"
 		if r == nil || !r.DesignPower.Set {
 			what = "design draw"
 		}
-		if left := total - biggestPSU; left < load {
-			c.diags.Errorf(RuleBusbarPSU, pos, path, "%s: with one PSU lost its shelves give %s, below its %s of %s", path, kw(left), what, kw(load)).Hint =
-				"add PSUs or shelves, or lower the rack's design power"
-		}
 		var biggestShelf int64
 		for _, w := range byShelf {
 			biggestShelf = max(biggestShelf, w)
 		}
-		if left := total - biggestShelf; left < load {
-			c.diags.Errorf(RuleBusbarShelf, pos, path, "%s: with one power shelf lost its shelves give %s, below its %s of %s", path, kw(left), what, kw(load)).Hint =
-				"add a shelf, or lower the rack's design power"
+		empty := "" // shelves with every bay empty, as built
+		shelves := 0
+		for _, t := range g.Children(rack) {
+			if g.El(t).Kind == KindPowerShelf {
+				shelves++
+			}
 		}
-		for _, feed := range sortedIDs(g, byFeed) {
-			if left := total - byFeed[feed]; left < load {
-				c.diags.Errorf(RuleBusbarFeed, pos, path, "%s: with feed %s lost the shelves on its other feeds give %s, below its %s of %s",
-					path, g.El(feed).Key, kw(left), what, kw(load)).Hint = "spread the shelves over the feeds so that each side alone carries the rack, or lower its design power"
+		if n := shelves - len(byShelf); n > 0 {
+			empty = fmt.Sprintf("as built, %d of its %d shelves holds no PSU", n, shelves)
+			if n > 1 {
+				empty = fmt.Sprintf("as built, %d of its %d shelves hold no PSU", n, shelves)
+			}
+		}
+		also := func(rest string) string {
+			switch {
+			case empty == "" && rest == "":
+				return ""
+			case empty == "":
+				return " (" + rest + ")"
+			case rest == "":
+				return " (" + empty + ")"
+			}
+			return " (" + rest + "; " + empty + ")"
+		}
+		switch {
+		case total < load:
+			d := c.diags.Errorf(RuleBusbarPSU, pos, path, "%s: its power shelves give %s in all, below its %s of %s: it cannot lose a PSU, a shelf or a feed%s",
+				path, kw(total), what, kw(load), also(""))
+			d.Hint, d.Related = "add PSUs or shelves, use larger PSUs, or lower the rack's design power", c.shelfCauses(r)
+		case total-biggestPSU < load:
+			d := c.diags.Errorf(RuleBusbarPSU, pos, path, "%s: with one PSU lost its shelves give %s, below its %s of %s%s",
+				path, kw(total-biggestPSU), what, kw(load), also("so it cannot lose a shelf or a feed either"))
+			d.Hint, d.Related = "add PSUs or shelves, use larger PSUs, or lower the rack's design power", c.shelfCauses(r)
+		case total-biggestShelf < load:
+			d := c.diags.Errorf(RuleBusbarShelf, pos, path, "%s: with one power shelf lost its other shelves give %s, below its %s of %s%s",
+				path, kw(total-biggestShelf), what, kw(load), also("so it cannot lose a feed either"))
+			d.Hint, d.Related = "add a shelf, or lower the rack's design power", c.shelfCauses(r)
+		case len(rackFeeds) < 2:
+			// every PDU of the rack is on one feed: no spread of its
+			// shelves survives that feed's loss (BUDGET002's finding)
+		default:
+			for _, f := range sortedKeys(byFeed) {
+				if left := total - byFeed[f]; left < load {
+					d := c.diags.Errorf(RuleBusbarFeed, pos, path, "%s: with feed %s lost, the %d power shelves on its other feeds give %s, below its %s of %s%s",
+						path, f, len(byShelf)-len(shelvesOn[f]), kw(left), what, kw(load), also(""))
+					d.Hint, d.Related = "spread the shelves over the feeds so that either side alone carries the rack, or lower its design power", c.shelfCauses(r)
+				}
 			}
 		}
 	}
+}
+
+// shelfCauses are the positions that decide a rack's shelves: its
+// design's power shelves, and as-built shelves on another PDU than the
+// design's.
+func (c *checker) shelfCauses(r *Rack) []diag.Related {
+	if r == nil || r.DesignOf == nil {
+		return nil
+	}
+	g := c.g
+	var out []diag.Related
+	for _, t := range r.DesignOf.Trays {
+		if t.Kind != PowerShelf {
+			continue
+		}
+		out = append(out, diag.Related{Pos: t.Pos, Message: fmt.Sprintf("the design's %s trays: %d shelves of %d × %s, fed by PDUs %s", t.Name, t.Count(), t.PSUs, t.PSUPower.Raw, refList(t.Feeds))})
+		for i := range t.Slots {
+			shelf, ok := g.Lookup(fmt.Sprintf("%s/%s-%02d", r.ID, t.Name, i+1))
+			if !ok || i >= len(t.Feeds) {
+				continue
+			}
+			for _, psu := range g.Children(shelf) {
+				for _, pdu := range g.In(Powers, psu) {
+					if got := g.El(pdu).Key; got != r.ID+"/"+t.Feeds[i].To {
+						out = append(out, diag.Related{Pos: g.El(shelf).Pos, Message: fmt.Sprintf("as built, the shelf at U%d is on PDU %s; the design puts it on %s",
+							t.Slots[i], got[strings.LastIndex(got, "/")+1:], t.Feeds[i].To)})
+					}
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+func refList(refs []Ref) string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.To
+	}
+	return strings.Join(out, ", ")
 }
 
 func (c *checker) rack(id ID) *Rack {
@@ -255,55 +455,114 @@ func sortedIDs[V any](g *Graph, m map[ID]V) []ID {
 	return out
 }
 
-// cooling reports liquid-cooled trays that no loop cools.
+// cooling reports, per rack, liquid-cooled trays that no loop cools. A
+// cooled_by naming an unknown loop is REF003's.
 func (c *checker) cooling() {
 	g := c.g
-	for i := range g.Len() {
-		id := ID(i)
-		e := g.El(id)
-		if !e.Liquid {
-			continue
-		}
-		cooled := false
-		for _, m := range g.In(Cools, id) {
-			if len(g.In(Cools, m)) > 0 {
-				cooled = true
+	for _, m := range g.Site.Modules {
+		for _, r := range m.Racks {
+			rid, ok := g.Lookup(r.ID)
+			if !ok {
+				continue
 			}
-		}
-		if !cooled {
-			c.diags.Errorf(RuleNotCooled, e.Pos, e.Key, "%s is liquid-cooled but on no loop: its rack %s has no cooled_by, or names no loop of the site",
-				c.label(id), g.El(g.Ancestor(id, KindRack)).Key).Hint = `set the rack's cooled_by to a loop ("l1/loop")`
+			var warm []ID
+			for _, t := range g.Children(rid) {
+				e := g.El(t)
+				if !e.Liquid {
+					continue
+				}
+				cooled := false
+				for _, mf := range g.In(Cools, t) {
+					if len(g.In(Cools, mf)) > 0 {
+						cooled = true
+					}
+				}
+				if !cooled {
+					warm = append(warm, t)
+				}
+			}
+			if len(warm) == 0 {
+				continue
+			}
+			pos, why, hint := r.Pos, "the rack has no cooled_by", `set the rack's cooled_by to the loop that feeds its manifold: cooled_by: "l1/loop"`
+			if r.CooledBy.To != "" {
+				loop, ok := g.Lookup(r.CooledBy.To)
+				if !ok || g.El(loop).Kind != KindLoop {
+					continue // REF003 reports the unknown loop
+				}
+				pos, why, hint = g.El(loop).Pos, "its loop "+r.CooledBy.To+" has no CDUs", "give the loop its CDUs"
+			}
+			what := c.trays(warm, "is", "are")
+			c.diags.Errorf(RuleNotCooled, pos, r.Path, "%s: %s liquid-cooled but on no cooling loop: %s", r.Path, what, why).Hint = hint
 		}
 	}
 }
 
 // bmcs checks that every BMC is cabled to a management switch and to no
-// data switch.
+// data switch. A rack whose design has no management switch is reported
+// once, at the design.
 func (c *checker) bmcs() {
 	g := c.g
-	for _, id := range g.OfKind(KindBMC) {
-		e := g.El(id)
-		mgmt := false
-		for _, sw := range g.Out(Connects, id) {
-			switch g.El(sw).Kind {
-			case KindManagementSwitch:
-				mgmt = true
-			case KindTorSwitch:
-				c.diags.Errorf(RuleBMCOnData, e.Pos, e.Key, "%s is cabled to the data network (%s): BMCs belong on the out-of-band management network",
-					c.label(g.Parent(id)), g.El(sw).Key).Hint = "cable it to a management switch"
+	for _, m := range g.Site.Modules {
+		for _, r := range m.Racks {
+			rid, ok := g.Lookup(r.ID)
+			if !ok {
+				continue
+			}
+			var bmcs []ID
+			var mgmts []string
+			for _, t := range g.Children(rid) {
+				if g.El(t).Kind == KindManagementSwitch {
+					mgmts = append(mgmts, fmt.Sprintf("%s at U%d", g.El(t).Key[len(r.ID)+1:], g.El(t).Slot))
+				}
+				bmcs = append(bmcs, g.Out(ManagedBy, t)...)
+			}
+			if len(bmcs) == 0 {
+				continue
+			}
+			if len(mgmts) == 0 {
+				pos, name := r.Pos, "its trays"
+				if d := r.DesignOf; d != nil {
+					pos, name = d.Pos, "its design "+d.Name
+				}
+				c.diags.Errorf(RuleBMCOffMgmt, pos, r.Path, "%s: %s %s no management switch: the %d BMCs of its trays are on no management network",
+					r.Path, name, map[bool]string{true: "has", false: "have"}[r.DesignOf != nil], len(bmcs)).Hint =
+					`add a management switch to the rack design: mgmt: {kind: "management-switch", slots: [46]}`
+				continue
+			}
+			for _, id := range bmcs {
+				c.bmc(id, mgmts)
 			}
 		}
-		if !mgmt {
-			c.diags.Errorf(RuleBMCOffMgmt, e.Pos, e.Key, "the BMC of %s is not on the management network: no management switch port", c.label(g.Parent(id))).Hint =
-				`give its bmc a port of the rack's management switch: "bmc": {"switch": SLOT, "port": N}`
+	}
+}
+
+func (c *checker) bmc(id ID, mgmts []string) {
+	g := c.g
+	e := g.El(id)
+	mgmt, data := false, false
+	for _, sw := range g.Out(Connects, id) {
+		switch g.El(sw).Kind {
+		case KindManagementSwitch:
+			mgmt = true
+		case KindTorSwitch:
+			data = true
+			c.diags.Errorf(RuleBMCOnData, e.Pos, e.Key, "the BMC of %s is cabled to the data network (ToR switch %s at U%d): BMCs belong on the out-of-band management network",
+				c.label(g.Parent(id)), g.El(sw).Key, g.El(sw).Slot).Hint = fmt.Sprintf(`cable it to the rack's management switch (%s): "bmc": {"switch": <its U>, "port": N}`, strings.Join(mgmts, ", "))
 		}
+	}
+	if !mgmt && !data {
+		c.diags.Errorf(RuleBMCOffMgmt, e.Pos, e.Key, "the BMC of %s is on no management network: its record cables it to no management switch (the rack's: %s)",
+			c.label(g.Parent(id)), strings.Join(mgmts, ", ")).Hint = `give the tray's bmc the management switch's U and its port: "bmc": {"switch": 46, "port": N}`
 	}
 }
 
 // identities reports a serial or asset tag on two things.
 func (c *checker) identities() {
 	g := c.g
-	serials, tags := map[string]ID{}, map[string]ID{}
+	// Sized up front: a 100k-node site has 1.6M serials, and growing the
+	// map from empty costs more than the rest of the check.
+	serials, tags := make(map[string]ID, g.Len()), map[string]ID{}
 	for i := range g.Len() {
 		id := ID(i)
 		e := g.El(id)
@@ -312,15 +571,15 @@ func (c *checker) identities() {
 		}
 		if s := e.Identity.Serial; s != "" {
 			if prev, ok := serials[s]; ok {
-				c.diags.Errorf(RuleSerial, e.Pos, e.Key, "serial %s is on %s and on %s (at %s)", s, c.label(id), c.label(prev), g.El(prev).Pos).Hint =
-					"a serial names one part: one of the records is wrong"
+				c.diags.Errorf(RuleSerial, e.Pos, e.Key, "serial %s is on %s, and on %s at %s", s, c.label(id), c.label(prev), g.El(prev).Pos).Hint =
+					"a serial names one part: read the label of one of them again"
 			} else {
 				serials[s] = id
 			}
 		}
 		if t := e.Identity.AssetTag; t != "" {
 			if prev, ok := tags[t]; ok {
-				c.diags.Errorf(RuleAssetTag, e.Pos, e.Key, "asset tag %s is on %s and on %s (at %s)", t, c.label(id), c.label(prev), g.El(prev).Pos).Hint =
+				c.diags.Errorf(RuleAssetTag, e.Pos, e.Key, "asset tag %s is on %s, and on %s at %s", t, c.label(id), c.label(prev), g.El(prev).Pos).Hint =
 					"an asset tag names one thing: one of the records is wrong"
 			} else {
 				tags[t] = id
@@ -346,8 +605,8 @@ func (c *checker) names() {
 				continue
 			}
 			if prev, ok := x.seen[x.name]; ok {
-				c.diags.Errorf(x.rule, g.El(id).Pos, g.El(id).Key, "%s and %s have one %s name, %s (the first at %s)", g.El(prev).Key, g.El(id).Key,
-					x.what, x.name, g.El(prev).Pos).Hint = "every node needs its own name: the scheduler joins on it"
+				c.diags.Errorf(x.rule, g.El(id).Pos, g.El(id).Key, "compute tray %s has %s name %s, as compute tray %s at %s has", g.El(id).Key,
+					x.what, x.name, g.El(prev).Key, g.El(prev).Pos).Hint = "every node needs its own " + x.what + " name: topology, drains and burn-in find nodes by it"
 				continue
 			}
 			x.seen[x.name] = id
@@ -378,7 +637,9 @@ func (c *checker) domains() {
 			}
 		}
 	}
-	// as built: a name per contract domain, and no name across modules
+	// as built: a name per contract domain, and no name across modules.
+	// A finding is at the first tray that breaks the rule: the first of
+	// the second module, domain or name.
 	byName := map[string][]ID{}
 	for i := range g.Len() {
 		if e := g.El(ID(i)); e.Domain != "" {
@@ -388,41 +649,63 @@ func (c *checker) domains() {
 	named := map[ID]string{} // contract domain → the as-built name first seen
 	for _, name := range sortedKeys(byName) {
 		trays := byName[name]
-		modules, domains := map[ID]bool{}, map[ID]bool{}
+		var modules, domains []ID
+		firstIn := map[ID]ID{} // module or domain → its first tray of this name
 		for _, t := range trays {
-			modules[g.Ancestor(t, KindModule)] = true
+			if m := g.Ancestor(t, KindModule); firstIn[m] == 0 && !slices.Contains(modules, m) {
+				modules = append(modules, m)
+				firstIn[m] = t
+			}
 			for _, d := range g.Out(Connects, t) {
-				if g.El(d).Kind == KindScaleUpDomain {
-					domains[d] = true
+				if g.El(d).Kind == KindScaleUpDomain && !slices.Contains(domains, d) {
+					domains = append(domains, d)
+					firstIn[d] = t
 				}
 			}
 		}
-		first := g.El(trays[0])
 		if len(modules) > 1 {
-			var ms []string
-			for _, m := range sortedIDs(g, modules) {
-				ms = append(ms, g.El(m).Key)
-			}
-			c.diags.Errorf(RuleDomainModules, first.Pos, first.Key, "scale-up domain %s spans modules %s: a scale-up fabric cannot leave a module", name, strings.Join(ms, " and ")).Hint =
-				"the as-built cabling is wrong, or the record's domain name is"
+			at := g.El(firstIn[modules[1]])
+			c.diags.Errorf(RuleDomainModules, at.Pos, at.Key, "%s names scale-up domain %s, which is in module %s too (%s): a scale-up fabric cannot leave a module",
+				c.label(firstIn[modules[1]]), name, g.El(modules[0]).Key, g.El(trays[0]).Key).Hint =
+				"the record's scale_up_domain is wrong, or the cabling is: fix the one that is"
 			continue
 		}
 		if len(domains) > 1 {
-			var ds []string
-			for _, d := range sortedIDs(g, domains) {
-				ds = append(ds, g.El(d).Key)
+			for _, d := range domains[1:] {
+				at := g.El(firstIn[d])
+				c.diags.Errorf(RuleDomainDeclared, at.Pos, at.Key, "%s names scale-up domain %s, as %s does: it joins %s and %s, which the contract keeps apart",
+					c.label(firstIn[d]), name, g.El(firstIn[domains[0]]).Key, c.domainLabel(d), c.domainLabel(domains[0])).Hint =
+					`fix the record's scale_up_domain, or declare the domain in the IT module: scale_up_domains: {"d01": {racks: ["r01", "r02"]}}`
 			}
-			c.diags.Errorf(RuleDomainDeclared, first.Pos, first.Key, "scale-up domain %s joins racks the contract keeps apart (%s): declare it under the module's scale_up_domains",
-				name, strings.Join(ds, ", ")).Hint = `scale_up_domains: {"d01": {racks: ["r01", "r02"]}} for a domain of two racks`
 			continue
 		}
-		for d := range domains {
+		for _, d := range domains {
 			if prev, ok := named[d]; ok && prev != name {
-				c.diags.Errorf(RuleDomainDeclared, first.Pos, first.Key, "scale-up domain %s of the contract is %s and %s in the as-built: it is one domain", g.El(d).Key, prev, name).Hint =
-					"use one name for the trays of one domain"
+				at := g.El(trays[0])
+				c.diags.Errorf(RuleDomainDeclared, at.Pos, at.Key, "%s names scale-up domain %s, but other trays of %s name it %s: it is one domain",
+					c.label(trays[0]), name, c.domainLabel(d), prev).Hint = "use one name for the trays of one domain"
 				continue
 			}
 			named[d] = name
 		}
 	}
+}
+
+// domainLabel names a scale-up domain of the graph for a person: a
+// rack's own ("the domain of rack ma/r01") or a declared one.
+func (c *checker) domainLabel(id ID) string {
+	e := c.g.El(id)
+	if p := c.g.Parent(id); p != None && c.g.El(p).Kind == KindRack {
+		return "the domain of rack " + c.g.El(p).Key
+	}
+	return "declared domain " + e.Key
+}
+
+func firstValid(ps ...diag.Pos) diag.Pos {
+	for _, p := range ps {
+		if p.IsValid() {
+			return p
+		}
+	}
+	return diag.Pos{}
 }

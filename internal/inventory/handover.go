@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/seamdc/seam/internal/diag"
@@ -39,17 +40,25 @@ type Handover struct {
 	Racks []*RackRecord // the per-rack form
 	Nodes []*NodeRecord // the design brief's form
 	src   []byte
+	name  string // File as positions name it
+	lines []int  // where each line of src starts
+	// sitePos is where the file names its site.
+	sitePos diag.Pos
+	// partial: a record could not be read, so counts over the file's
+	// records are not the rack's.
+	partial bool
 }
 
 // NodeRecord is one record of the design brief's form.
 type NodeRecord struct {
-	Node         string   `json:"node"`
-	Module       string   `json:"module"`
-	PowerBlock   string   `json:"power_block"`
-	CoolingLoop  string   `json:"cooling_loop"`
-	Rack         string   `json:"rack"`
-	NVLinkDomain string   `json:"nvlink_domain"`
-	Pos          diag.Pos `json:"-"`
+	Node         string    `json:"node"`
+	Module       string    `json:"module"`
+	PowerBlock   string    `json:"power_block"`
+	CoolingLoop  string    `json:"cooling_loop"`
+	Rack         string    `json:"rack"`
+	NVLinkDomain string    `json:"nvlink_domain"`
+	Pos          diag.Pos  `json:"-"`
+	h            *Handover // the file it is from (nil: built in Go)
 }
 
 // RackRecord is one rack of the per-rack form.
@@ -62,8 +71,10 @@ type RackRecord struct {
 	AssetTag   string        `json:"asset_tag,omitempty"`
 	Trays      []*TrayRecord `json:"trays"`
 	Pos        diag.Pos      `json:"-"`
+	h          *Handover     // the file it is from (nil: built in Go)
 	raw        []byte        // the record's bytes, for positions inside it
 	at         int           // where they start in the file
+	trayAt     []int         // where each tray starts in raw
 }
 
 // TrayRecord is one tray of a rack as built.
@@ -115,6 +126,9 @@ const (
 	RuleHandoverMissing = "HANDOVER004"
 )
 
+// formatHint is where a reader of a diagnostic finds the formats.
+const formatHint = "docs/inventory.md describes both handover forms"
+
 // ReadHandover reads a handover file. Problems come back as
 // diagnostics at the file's line and column; an error is a file that
 // cannot be read at all.
@@ -127,247 +141,681 @@ func ReadHandover(path string) (*Handover, diag.List, error) {
 }
 
 // ParseHandover reads a handover file's bytes; file names it in
-// positions.
+// positions. It never fails on bad input: every problem is a
+// diagnostic, and a file that is not JSON yields no records.
 func ParseHandover(file string, b []byte) (*Handover, diag.List, error) {
 	h := &Handover{File: file, src: b}
-	var diags diag.List
-	first := bytes.TrimLeft(b, " \t\r\n")
+	// positions are read-only from here on: safe to resolve from any
+	// goroutine
+	h.name = h.file()
+	h.lines = lineStarts(b)
+	r := &reader{h: h}
+	first := skipSpace(b, 0)
 	switch {
-	case len(first) == 0:
-		diags.Errorf(RuleHandoverSyntax, diag.Pos{File: file, Line: 1, Col: 1}, "", "%s: empty: a handover inventory is a JSON array of node records or a %s object", file, HandoverFormat)
-	case first[0] == '[':
-		h.readNodes(&diags)
-	case first[0] == '{':
-		h.readRacks(&diags)
+	case first == len(b):
+		r.errorf(RuleHandoverSyntax, 0, "the file is empty: a handover inventory is a JSON array of node records or a %q object", HandoverFormat).Hint = formatHint
+	case bytes.HasPrefix(b[first:], []byte("\xef\xbb\xbf")):
+		r.errorf(RuleHandoverSyntax, first, "not JSON: the file starts with a byte-order mark").Hint = "save it as UTF-8 without a byte-order mark"
+	case (b[first] == '[' || b[first] == '{') && !json.Valid(b):
+		r.invalid()
+	case b[first] == '[':
+		r.nodes()
+	case b[first] == '{':
+		r.racks()
+	case json.Valid(b):
+		r.errorf(RuleHandoverFormat, first, "the file is %s: a handover inventory is a JSON array of node records or a %q object", jsonKind(b), HandoverFormat).Hint = formatHint
 	default:
-		diags.Errorf(RuleHandoverSyntax, h.pos(len(b)-len(first)), "", "%s: not JSON: a handover inventory is a JSON array of node records or a %s object", file, HandoverFormat)
+		r.errorf(RuleHandoverSyntax, first, "not JSON: it starts with %s; a handover inventory is a JSON array of node records or a %q object",
+			quoteStart(b[first:]), HandoverFormat).Hint = formatHint
 	}
-	return h, diags, nil
+	return h, r.diags, nil
+}
+
+// quoteStart quotes the start of a text, for a message.
+func quoteStart(b []byte) string {
+	if i := bytes.IndexAny(b, "\r\n"); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) > 20 {
+		return fmt.Sprintf("%q…", b[:20])
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 // pos is the line and column of a byte offset of the file.
 func (h *Handover) pos(off int) diag.Pos {
+	if h.src == nil {
+		return diag.Pos{File: h.file()}
+	}
+	if h.lines == nil {
+		h.lines = lineStarts(h.src)
+	}
 	off = min(max(off, 0), len(h.src))
-	line := 1 + bytes.Count(h.src[:off], []byte{'\n'})
-	col := off - bytes.LastIndexByte(h.src[:off], '\n')
-	return diag.Pos{File: h.file(), Line: line, Col: col}
+	line := sort.Search(len(h.lines), func(i int) bool { return h.lines[i] > off })
+	return diag.Pos{File: h.file(), Line: line, Col: off - h.lines[line-1] + 1}
+}
+
+// lineStarts lists where each line of b starts.
+func lineStarts(b []byte) []int {
+	lines := append(make([]int, 0, 1+bytes.Count(b, []byte{'\n'})), 0)
+	for i, c := range b {
+		if c == '\n' {
+			lines = append(lines, i+1)
+		}
+	}
+	return lines
 }
 
 // file is the file's name relative to the working directory when it is
 // below it, as positions are everywhere.
-func (h *Handover) file() string {
-	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(h.File) {
-		if rel, err := filepath.Rel(wd, h.File); err == nil && !strings.HasPrefix(rel, "..") {
-			return rel
-		}
-	}
-	return h.File
-}
+func (h *Handover) file() string { return h.File }
 
 // lazy is a position found only when a diagnostic needs it.
 type lazy func() diag.Pos
 
 func (l lazy) Locate() diag.Pos { return l() }
 
-// skip returns the offset of the next value after off (past white space
-// and a comma).
-func skip(b []byte, off int) int {
-	for off < len(b) && (b[off] == ' ' || b[off] == '\t' || b[off] == '\r' || b[off] == '\n' || b[off] == ',') {
+// reader reads one handover file.
+type reader struct {
+	h     *Handover
+	diags diag.List
+}
+
+func (r *reader) errorf(rule string, off int, format string, args ...any) *diag.Diagnostic {
+	return r.diags.Errorf(rule, r.h.pos(off), "", format, args...)
+}
+
+func skipSpace(b []byte, off int) int {
+	for off < len(b) && (b[off] == ' ' || b[off] == '\t' || b[off] == '\r' || b[off] == '\n') {
 		off++
 	}
 	return off
 }
 
-func (h *Handover) readNodes(diags *diag.List) {
+// skip returns the offset of the next value after off (past white
+// space, a comma or a colon).
+func skip(b []byte, off int) int {
+	for off < len(b) && (b[off] == ' ' || b[off] == '\t' || b[off] == '\r' || b[off] == '\n' || b[off] == ',' || b[off] == ':') {
+		off++
+	}
+	return off
+}
+
+// nodes reads the design brief's form: an array of node records, each
+// decoded straight from the file (one pass: files of 100,000 records are
+// common).
+func (r *reader) nodes() {
+	h := r.h
 	dec := json.NewDecoder(bytes.NewReader(h.src))
 	dec.DisallowUnknownFields()
 	if _, err := dec.Token(); err != nil {
-		h.syntax(diags, err, dec)
-		return
+		return // the file is JSON: it cannot fail
 	}
 	for n := 1; dec.More(); n++ {
 		at := skip(h.src, int(dec.InputOffset()))
-		var rec NodeRecord
-		if err := dec.Decode(&rec); err != nil {
-			if h.recordError(diags, err, dec, at, fmt.Sprintf("record %d", n)) {
+		what := fmt.Sprintf("record %d", n)
+		if at >= len(h.src) || h.src[at] != '{' {
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
 				return
 			}
+			r.errorf(RuleHandoverField, at, "%s is %s, want an object %s", what, jsonKind(raw), nodeFields).Hint = formatHint
+			h.partial = true
 			continue
 		}
-		rec.Pos = h.pos(at)
-		for _, f := range []struct{ name, v string }{{"node", rec.Node}, {"module", rec.Module}, {"rack", rec.Rack}} {
-			if f.v == "" {
-				diags.Errorf(RuleHandoverMissing, rec.Pos, "", "%s: record %d has no %q", h.File, n, f.name).Hint =
-					`each record is {"node", "module", "power_block", "cooling_loop", "rack", "nvlink_domain"}`
-			}
+		rec := &NodeRecord{h: h}
+		err := dec.Decode(rec)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return // the file is JSON: it cannot happen
 		}
-		h.Nodes = append(h.Nodes, &rec)
-	}
-	if _, err := dec.Token(); err != nil {
-		h.syntax(diags, err, dec)
+		if rec = r.node(rec, err, h.src[at:dec.InputOffset()], at, what); rec != nil {
+			h.Nodes = append(h.Nodes, rec)
+		} else {
+			h.partial = true
+		}
 	}
 }
 
-func (h *Handover) readRacks(diags *diag.List) {
-	dec := json.NewDecoder(bytes.NewReader(h.src))
-	dec.DisallowUnknownFields()
-	if _, err := dec.Token(); err != nil {
-		h.syntax(diags, err, dec)
-		return
+var nodeFields = `{"node", "module", "power_block", "cooling_loop", "rack", "nvlink_domain"}`
+
+// node checks one record of the brief's form, decoded from raw (at
+// offset at of the file) with err; nil when it cannot join.
+func (r *reader) node(rec *NodeRecord, err error, raw []byte, at int, what string) *NodeRecord {
+	rec.Pos = r.h.pos(at)
+	if rec.Node != "" {
+		what += " (node " + rec.Node + ")"
 	}
-	format := ""
+	if err != nil {
+		r.fieldError(err, raw, at, func(int) string { return what }, nodeRecordFields)
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"node", rec.Node}, {"module", rec.Module}, {"rack", rec.Rack}} {
+		if f.v == "" {
+			missing = append(missing, fmt.Sprintf("%q", f.name))
+		}
+	}
+	if len(missing) > 0 {
+		if err != nil {
+			return nil // reported: a misspelt or mistyped field is likely what it lacks
+		}
+		r.diags.Errorf(RuleHandoverMissing, rec.Pos, "", "%s has no %s: it cannot be joined to a rack of the contract", what, strings.Join(missing, " and no ")).Hint =
+			`each record is {"node": "gpu-a-r01-n01", "module": "ma", "power_block": "p1", "cooling_loop": "l1", "rack": "a-r01", "nvlink_domain": "a-r01"}`
+		return nil
+	}
+	return rec
+}
+
+// racks reads the per-rack form: {"format", "site", "racks"}.
+func (r *reader) racks() {
+	h := r.h
+	dec := json.NewDecoder(bytes.NewReader(h.src))
+	if _, err := dec.Token(); err != nil {
+		return // the file is JSON: it cannot fail
+	}
+	start := skipSpace(h.src, 0)
+	format, formatAt := "", -1
+	var lists []struct {
+		raw []byte
+		at  int
+	}
 	for dec.More() {
+		keyAt := skip(h.src, int(dec.InputOffset()))
 		tok, err := dec.Token()
 		if err != nil {
-			h.syntax(diags, err, dec)
 			return
 		}
 		key, _ := tok.(string)
 		at := skip(h.src, int(dec.InputOffset()))
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return
+		}
 		switch key {
 		case "format", "site":
 			var s string
-			if err := dec.Decode(&s); err != nil {
-				if h.recordError(diags, err, dec, at, key) {
-					return
-				}
+			if json.Unmarshal(raw, &s) != nil {
+				r.errorf(RuleHandoverField, at, "%q is %s, want a string", key, jsonKind(raw)).Hint = `{"format": "` + HandoverFormat + `", "site": "threemodule", "racks": [...]}`
 				continue
 			}
 			if key == "format" {
-				format = s
+				format, formatAt = s, at
 			} else {
-				h.Site = s
+				h.Site, h.sitePos = s, h.pos(at)
 			}
 		case "racks":
-			if !h.readRackList(diags, dec) {
-				return
-			}
+			lists = append(lists, struct {
+				raw []byte
+				at  int
+			}{raw, at})
 		default:
-			diags.Errorf(RuleHandoverField, h.pos(at), "", "%s: unknown field %q", h.File, key).Hint = `a handover inventory has "format", "site" and "racks"`
-			var skipped json.RawMessage
-			if err := dec.Decode(&skipped); err != nil {
-				h.syntax(diags, err, dec)
-				return
-			}
+			r.errorf(RuleHandoverField, keyAt, "unknown field %q: a %s file has \"format\", \"site\" and \"racks\"", key, HandoverFormat).Hint =
+				didYouMean(key, []string{"format", "site", "racks"})
 		}
 	}
-	if format != HandoverFormat {
-		diags.Errorf(RuleHandoverFormat, h.pos(0), "", "%s: format %q: want %q", h.File, format, HandoverFormat).Hint =
-			`start the file with {"format": "` + HandoverFormat + `", …}, or give the design brief's node records as a JSON array`
+	switch {
+	case formatAt < 0:
+		r.errorf(RuleHandoverFormat, start, "the file has no \"format\": a per-rack handover inventory starts {\"format\": %q, …}", HandoverFormat).Hint =
+			`add "format": "` + HandoverFormat + `", or give the design brief's node records as a JSON array`
+	case format != HandoverFormat:
+		r.errorf(RuleHandoverFormat, formatAt, "format %q: this version of seam reads %q", format, HandoverFormat).Hint =
+			`write the file in the ` + HandoverFormat + ` form, or give the design brief's node records as a JSON array`
+	}
+	for _, l := range lists {
+		r.rackList(l.raw, l.at)
 	}
 }
 
-func (h *Handover) readRackList(diags *diag.List, dec *json.Decoder) bool {
-	if _, err := dec.Token(); err != nil {
-		h.syntax(diags, err, dec)
-		return false
+// rackList reads the value of "racks", which starts at offset at.
+func (r *reader) rackList(raw []byte, at int) {
+	if kind := jsonKind(raw); kind != "an array" {
+		r.errorf(RuleHandoverField, at, "\"racks\" is %s, want an array of racks", kind).Hint = `"racks": [{"name": "a-r01", "module": "ma", "position": "r01", "trays": [...]}]`
+		r.h.partial = true
+		return
 	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	_, _ = dec.Token() // the value is JSON already: its tokens cannot fail
 	for n := 1; dec.More(); n++ {
-		at := skip(h.src, int(dec.InputOffset()))
-		var rec RackRecord
-		if err := dec.Decode(&rec); err != nil {
-			if h.recordError(diags, err, dec, at, fmt.Sprintf("rack %d", n)) {
-				return false
+		off := skip(raw, int(dec.InputOffset()))
+		var elem json.RawMessage
+		if dec.Decode(&elem) != nil {
+			return
+		}
+		if rec := r.rack(elem, at+off, n); rec != nil {
+			r.h.Racks = append(r.h.Racks, rec)
+		} else {
+			r.h.partial = true
+		}
+	}
+}
+
+const rackExample = `{"name": "a-r01", "module": "ma", "position": "r01", "trays": [...]}`
+
+// rack reads one rack record; nil when it cannot join.
+func (r *reader) rack(raw []byte, at, n int) *RackRecord {
+	h := r.h
+	what := fmt.Sprintf("rack %d", n)
+	if kind := jsonKind(raw); kind != "an object" {
+		r.errorf(RuleHandoverField, at, "%s is %s, want an object %s", what, kind, rackExample).Hint = formatHint
+		return nil
+	}
+	rec := &RackRecord{h: h, raw: raw, at: at, Pos: h.pos(at)}
+	err := strict(raw, rec)
+	if len(rec.Trays) > 0 {
+		// found now, so that resolving a position later reads only
+		rec.trayAt = elementOffsets(raw, "trays")
+	}
+	if rec.Name != "" {
+		what = "rack " + rec.Name
+	}
+	errTray := -2 // the tray a field error is in; -1 the rack itself
+	if err != nil {
+		off := r.fieldError(err, raw, at, r.inRack(rec, what), rackRecordFields)
+		errTray = rec.trayIndex(off)
+	}
+	trays := rec.Trays[:0]
+	for i, t := range rec.Trays {
+		tpos := r.trayPos(rec, i)
+		switch {
+		case t != nil && i == errTray && (t.Slot <= 0 || t.Kind == ""):
+			continue // reported: its slot or kind is of the wrong type
+		case t == nil:
+			r.diags.Errorf(RuleHandoverField, tpos, "", "%s: tray %d is null, want an object {\"slot\", \"kind\", …}", what, i+1).Hint =
+				"remove the null, or describe the tray"
+			continue
+		case t.Slot <= 0 || t.Kind == "":
+			var missing []string
+			if t.Slot <= 0 {
+				missing = append(missing, `a "slot" (its lowest U, from 1)`)
 			}
+			if t.Kind == "" {
+				missing = append(missing, `a "kind"`)
+			}
+			r.diags.Errorf(RuleHandoverMissing, tpos, "", "%s: tray %d has no %s: it cannot be matched to the rack design", what, i+1, strings.Join(missing, " and no ")).Hint =
+				`{"slot": 5, "kind": "compute", …}`
+			continue
+		case !slices.Contains(TrayKinds, t.Kind):
+			r.diags.Errorf(RuleHandoverField, tpos, "", "%s: tray at U%d: kind %q is not a tray kind (%s)", what, t.Slot, t.Kind, strings.Join(TrayKinds, ", ")).Hint =
+				didYouMean(t.Kind, TrayKinds)
 			continue
 		}
-		end := int(dec.InputOffset())
-		rec.raw, rec.at, rec.Pos = h.src[at:end], at, h.pos(at)
-		for i, t := range rec.Trays {
-			if t == nil {
-				diags.Errorf(RuleHandoverMissing, rec.Pos, "", "%s: rack %s: tray %d is null", h.File, rec.Name, i+1)
-				rec.Trays[i] = &TrayRecord{}
-				continue
+		for _, kind := range sortedKeys(t.Parts) {
+			if !slices.Contains(PartKinds, kind) {
+				r.diags.Errorf(RuleHandoverField, tpos, "", "%s: tray at U%d: parts %q is not a part kind (%s): its serials are not read", what, t.Slot, kind, strings.Join(PartKinds, ", ")).Hint =
+					didYouMean(kind, PartKinds)
+				delete(t.Parts, kind)
 			}
-			t.Pos = diag.Lazy(lazy(func() diag.Pos { return h.pos(rec.at + elementOffset(rec.raw, "trays", i)) }))
 		}
-		if rec.Name == "" || rec.Module == "" {
-			diags.Errorf(RuleHandoverMissing, rec.Pos, "", "%s: rack %d needs a \"name\" and a \"module\"", h.File, n).Hint =
-				`{"name": "a-r01", "module": "ma", "position": "r01", "trays": [...]}`
+		t.Pos = tpos
+		trays = append(trays, t)
+	}
+	clear(rec.Trays[len(trays):])
+	rec.Trays = trays
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"name", rec.Name}, {"module", rec.Module}} {
+		if f.v == "" {
+			missing = append(missing, fmt.Sprintf("%q", f.name))
 		}
-		h.Racks = append(h.Racks, &rec)
 	}
-	if _, err := dec.Token(); err != nil {
-		h.syntax(diags, err, dec)
-		return false
+	if len(missing) > 0 {
+		if errTray != -1 {
+			r.diags.Errorf(RuleHandoverMissing, rec.Pos, "", "%s has no %s: it cannot be joined to a rack of the contract", what, strings.Join(missing, " and no ")).Hint = rackExample
+		}
+		return nil
 	}
-	return true
+	return rec
 }
 
-// elementOffset is the offset, in an object's bytes, of element i of its
-// array field key (0 when it cannot be found).
-func elementOffset(raw []byte, key string, i int) int {
+// trayPos is the position of tray i of a rack record, found when a
+// diagnostic needs it.
+func (r *reader) trayPos(rec *RackRecord, i int) diag.Pos {
+	h := r.h
+	return diag.Lazy(lazy(func() diag.Pos {
+		offs := rec.trayOffsets()
+		if i < len(offs) {
+			return h.pos(rec.at + offs[i])
+		}
+		return rec.Pos.Resolved()
+	}))
+}
+
+// trayOffsets are where the record's trays start in its bytes.
+func (rec *RackRecord) trayOffsets() []int { return rec.trayAt }
+
+// trayIndex is the index of the tray of a rack record that holds offset
+// off of its bytes, or -1 (the rack's own fields).
+func (rec *RackRecord) trayIndex(off int) int {
+	offs := rec.trayOffsets()
+	if len(offs) == 0 || off < offs[0] {
+		return -1
+	}
+	return sort.SearchInts(offs, off+1) - 1
+}
+
+// inRack names the tray of a rack record that holds offset off of it,
+// for a message: "rack a-r01, tray 3 (U3)".
+func (r *reader) inRack(rec *RackRecord, what string) func(off int) string {
+	return func(off int) string {
+		i := rec.trayIndex(off)
+		if i < 0 {
+			return what
+		}
+		if i < len(rec.Trays) && rec.Trays[i] != nil && rec.Trays[i].Slot > 0 {
+			return fmt.Sprintf("%s, tray %d (U%d)", what, i+1, rec.Trays[i].Slot)
+		}
+		return fmt.Sprintf("%s, tray %d", what, i+1)
+	}
+}
+
+// elementOffsets are the offsets, in an object's bytes, of the elements
+// of its array field key.
+func elementOffsets(raw []byte, key string) []int {
+	out := []int{}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil {
-		return 0
+		return out
 	}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return 0
+			return out
 		}
 		if tok != key {
 			var skipped json.RawMessage
 			if dec.Decode(&skipped) != nil {
-				return 0
+				return out
 			}
 			continue
 		}
-		if _, err := dec.Token(); err != nil {
-			return 0
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return out
 		}
-		for k := 0; dec.More(); k++ {
-			at := skip(raw, int(dec.InputOffset()))
-			if k == i {
-				return at
-			}
+		for dec.More() {
+			out = append(out, skip(raw, int(dec.InputOffset())))
 			var skipped json.RawMessage
 			if dec.Decode(&skipped) != nil {
-				return 0
+				return out
 			}
 		}
+		return out
 	}
+	return out
+}
+
+// strict decodes a JSON object into v, refusing unknown fields. On a
+// field of the wrong type or name it still fills in the others.
+func strict(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// jsonKind says what a JSON value is, for a message.
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// invalid reports where a file that is not JSON stops being JSON. A
+// file that is not JSON yields no records: half a file would mislead
+// every count.
+func (r *reader) invalid() {
+	h := r.h
+	var v json.RawMessage
+	err := json.Unmarshal(h.src, &v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se) && se.Offset > 0 && int(se.Offset) <= len(h.src) && !strings.Contains(se.Error(), "unexpected end"):
+		off := int(se.Offset) - 1
+		msg := strings.TrimPrefix(se.Error(), "json: ")
+		if strings.Contains(msg, "after top-level value") {
+			msg = "more text after the end of the inventory"
+		}
+		hint := "fix the JSON here (reading stopped at the first problem; nothing of the file is read until it parses)"
+		if prev := bytes.TrimRight(h.src[:off], " \t\r\n"); len(prev) > 0 && prev[len(prev)-1] == ',' && (h.src[off] == ']' || h.src[off] == '}') {
+			msg += ": a comma before it, which JSON does not allow"
+			hint = "remove the comma after the last element"
+		}
+		r.errorf(RuleHandoverSyntax, off, "not JSON: %s", msg).Hint = hint
+	default:
+		open := openAt(h.src)
+		what := "in the middle of a value"
+		if len(open) > 0 {
+			o := h.pos(open[len(open)-1])
+			what = fmt.Sprintf("with %d arrays or objects still open (the innermost opened at line %d, column %d)", len(open), o.Line, o.Col)
+			if len(open) == 1 {
+				what = fmt.Sprintf("with the value opened at line %d, column %d still open", o.Line, o.Col)
+			}
+		}
+		r.errorf(RuleHandoverSyntax, len(h.src), "not JSON: the file ends %s: it is cut short", what).Hint =
+			"write the whole file again (an export or an upload stopped early), or close what is open"
+	}
+}
+
+// openAt lists where the arrays and objects still open at the end of
+// a JSON text start, outermost first.
+func openAt(b []byte) []int {
+	var open []int
+	in := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case in:
+		case c == '[' || c == '{':
+			open = append(open, i)
+		case (c == ']' || c == '}') && len(open) > 0:
+			open = open[:len(open)-1]
+		}
+	}
+	return open
+}
+
+// fieldError reports why a record (at offset at of the file) did not
+// decode cleanly: an unknown field at the field, a wrong type at the
+// value. name names the record, or the part of it at an offset; the
+// offset reported (in raw) comes back.
+func (r *reader) fieldError(err error, raw []byte, at int, name func(off int) string, known []string) int {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		off := valueStart(raw, int(te.Offset))
+		field := te.Field
+		if field == "" {
+			field = "the record"
+		} else {
+			field = fmt.Sprintf("%q", field)
+		}
+		r.errorf(RuleHandoverField, at+off, "%s: %s is %s, want %s", name(off), field, jsonValue(te.Value), goKind(te.Type)).Hint = formatHint
+		return off
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		unquoted := strings.Trim(field, `"`)
+		off := keyOffset(raw, field)
+		hint := didYouMean(unquoted, known)
+		if hint == "" {
+			hint = formatHint
+		}
+		r.errorf(RuleHandoverField, at+off, "%s: unknown field %s: it is not read", name(off), field).Hint = hint
+		return off
+	}
+	r.errorf(RuleHandoverField, at, "%s: %v", name(0), err).Hint = formatHint
 	return 0
 }
 
-// syntax reports a file that is not JSON where dec stopped.
-func (h *Handover) syntax(diags *diag.List, err error, dec *json.Decoder) {
-	off := int(dec.InputOffset())
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		off = int(se.Offset)
+// keyOffset is the offset of the first object key quoted in raw (0 when
+// it cannot be found).
+func keyOffset(raw []byte, quoted string) int {
+	for from := 0; ; {
+		i := bytes.Index(raw[from:], []byte(quoted))
+		if i < 0 {
+			return 0
+		}
+		at := from + i
+		if j := skipSpace(raw, at+len(quoted)); j < len(raw) && raw[j] == ':' {
+			return at
+		}
+		from = at + len(quoted)
 	}
-	msg := err.Error()
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		msg = "the file ends in the middle of a value"
-	}
-	diags.Errorf(RuleHandoverSyntax, h.pos(off), "", "%s: not JSON: %s", h.File, msg).Hint = "fix the JSON; the first problem is where it stops"
 }
 
-// recordError reports why a record (at offset at) could not be decoded:
-// an unknown field at the field, a wrong type at the value, bad JSON
-// where it stops. It reports whether reading must stop (the JSON is
-// broken); after a field of the wrong name or type the decoder has
-// read the whole record, and the next can be read.
-func (h *Handover) recordError(diags *diag.List, err error, dec *json.Decoder, at int, what string) bool {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		h.syntax(diags, err, dec)
-		return true
-	case errors.As(err, &te):
-		diags.Errorf(RuleHandoverField, h.pos(int(te.Offset)), "", "%s: %s: %s is a JSON %s, want a %s", h.File, what, te.Field, te.Value, te.Type).Hint = "see docs/inventory.md for the handover format"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		off := at
-		if i := bytes.Index(h.src[at:], []byte(field)); i >= 0 {
-			off = at + i
-		}
-		diags.Errorf(RuleHandoverField, h.pos(off), "", "%s: %s: unknown field %s", h.File, what, field).Hint = "see docs/inventory.md for the handover format"
-	default:
-		diags.Errorf(RuleHandoverSyntax, h.pos(at), "", "%s: %s: %v", h.File, what, err)
-		return true
+// valueStart is where the JSON value that ends at offset end of raw
+// starts.
+func valueStart(raw []byte, end int) int {
+	end = min(max(end, 0), len(raw))
+	i := end - 1
+	for i >= 0 && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\r' || raw[i] == '\n') {
+		i--
 	}
-	return false
+	if i < 0 {
+		return 0
+	}
+	if raw[i] == '"' {
+		for j := i - 1; j >= 0; j-- {
+			if raw[j] == '"' && (j == 0 || raw[j-1] != '\\') {
+				return j
+			}
+		}
+		return 0
+	}
+	if raw[i] == '}' || raw[i] == ']' {
+		return i // the decoder stops at the end of a composite value
+	}
+	for i > 0 && !bytes.ContainsRune([]byte(" \t\r\n:,[{"), rune(raw[i-1])) {
+		i--
+	}
+	return i
+}
+
+// jsonValue names a JSON value as encoding/json describes it ("number",
+// "number 1.5", "string"), for a message.
+func jsonValue(v string) string {
+	switch {
+	case v == "object" || v == "array":
+		return "an " + v
+	case v == "bool":
+		return "a boolean"
+	case strings.HasPrefix(v, "number "):
+		return "the number " + strings.TrimPrefix(v, "number ")
+	case v == "":
+		return "a value of another type"
+	}
+	return "a " + v
+}
+
+// goKind names what a Go type wants, for a message.
+func goKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
+// fields lists the JSON field names of the given struct types and the
+// structs they hold.
+func fields(types ...reflect.Type) []string {
+	seen := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				walk(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			seen[name] = true
+			walk(f.Type)
+		}
+	}
+	for _, t := range types {
+		walk(t)
+	}
+	return sortedKeys(seen)
+}
+
+var (
+	nodeRecordFields = fields(reflect.TypeFor[NodeRecord]())
+	rackRecordFields = fields(reflect.TypeFor[RackRecord]())
+)
+
+// didYouMean suggests the known names nearest to s; "" when none is near.
+func didYouMean(s string, known []string) string {
+	best, bestD := []string(nil), 3
+	for _, k := range known {
+		switch d := editDistance(s, k); {
+		case d < bestD:
+			best, bestD = []string{k}, d
+		case d == bestD:
+			best = append(best, k)
+		}
+	}
+	if len(best) == 0 || len(best) > 3 {
+		return ""
+	}
+	quoted := make([]string, len(best))
+	for i, b := range best {
+		quoted[i] = fmt.Sprintf("%q", b)
+	}
+	return "did you mean " + strings.Join(quoted, " or ") + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
