@@ -64,7 +64,7 @@ func TestSlurmRunsTheTree(t *testing.T) {
 	assert.Empty(t, r.Findings, "no drift against the live Slurm")
 
 	c.Must("scontrol", "update", "nodename=gpu-a-r01-n01", "state=drain", "reason=seam-test")
-	job := strings.TrimSpace(c.Must("sbatch", "--parsable", "--nodes=4", "--wrap", "sleep 120"))
+	job := strings.TrimSpace(c.Must("sbatch", "--parsable", "--output=/dev/null", "--nodes=4", "--wrap", "sleep 120"))
 	nodes := running(t, c, job)
 	t.Logf("sbatch --nodes=4 with gpu-a-r01-n01 drained: job %s on %s", job, strings.Join(nodes, ","))
 	for _, n := range nodes {
@@ -74,7 +74,7 @@ func TestSlurmRunsTheTree(t *testing.T) {
 	c.Must("scancel", job)
 
 	// --switches counts leaf switches: two racks' worth in at most two
-	job = strings.TrimSpace(c.Must("sbatch", "--parsable", "--nodes=4", "--switches=2", "--wrap", "sleep 120"))
+	job = strings.TrimSpace(c.Must("sbatch", "--parsable", "--output=/dev/null", "--nodes=4", "--switches=2", "--wrap", "sleep 120"))
 	nodes = running(t, c, job)
 	t.Logf("sbatch --nodes=4 --switches=2: job %s on %s", job, strings.Join(nodes, ","))
 	racks := map[string]bool{}
@@ -85,7 +85,7 @@ func TestSlurmRunsTheTree(t *testing.T) {
 	c.Must("scancel", job)
 
 	// the generation's feature keeps a job on one generation
-	job = strings.TrimSpace(c.Must("sbatch", "--parsable", "--nodes=2", "--constraint="+Feature("gb300-nvl72"), "--wrap", "sleep 120"))
+	job = strings.TrimSpace(c.Must("sbatch", "--parsable", "--output=/dev/null", "--nodes=2", "--constraint="+Feature("gb300-nvl72"), "--wrap", "sleep 120"))
 	assert.Len(t, running(t, c, job), 2)
 	c.Must("scancel", job)
 }
@@ -96,7 +96,7 @@ func TestSlurmWithoutTheTreeSpansModules(t *testing.T) {
 	top := small(t)
 	c := slurmtest.Start(t, slurmtest.Config{Nodes: slurmNodes(top, func(*Node) bool { return true })})
 	c.Must("scontrol", "update", "nodename=gpu-a-r01-n01", "state=drain", "reason=seam-test")
-	job := strings.TrimSpace(c.Must("sbatch", "--parsable", "--nodes=4", "--wrap", "sleep 120"))
+	job := strings.TrimSpace(c.Must("sbatch", "--parsable", "--output=/dev/null", "--nodes=4", "--wrap", "sleep 120"))
 	nodes := running(t, c, job)
 	t.Logf("without topology.conf, sbatch --nodes=4 with gpu-a-r01-n01 drained: job %s on %s", job, strings.Join(nodes, ","))
 	modules := map[string]bool{}
