@@ -31,6 +31,14 @@ demo: build
 	@echo
 	@echo "== contractc budget $(EXAMPLE)"
 	./bin/contractc budget $(EXAMPLE)
+	@# the inventory: what one feed and one cooling loop take down (exit 2
+	@# when something stops), and the scheduler topology generated from it
+	@echo; echo "== contractc blast $(EXAMPLE) p1/block/a l1/loop"
+	./bin/contractc blast $(EXAMPLE) p1/block/a l1/loop || [ $$? -eq 2 ]
+	@echo; echo "== contractc topology $(EXAMPLE)"
+	./bin/contractc topology $(EXAMPLE) -o $(OUT)/topology.conf
+	./bin/contractc topology $(EXAMPLE) --format slurm-block -o $(OUT)/topology-block.conf
+	./bin/contractc topology $(EXAMPLE) --format k8s -o $(OUT)/nodes.yaml
 	@# the example's SAT and IST plans against the simulated site, holds
 	@# capped at $(DEMO_HOLD) (the evidence records it); every bundle is
 	@# verified and reported, passed or not, and make fails at the end
