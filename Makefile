@@ -69,9 +69,13 @@ demo: build
 BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal/diff ./internal/sign \
 	./internal/probe ./internal/sim ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
 	./internal/redfish ./internal/topology
-bench:
+bench: build
 	@mkdir -p $(OUT)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt
+	@# vet against the cue command seam links (built from hack/cue), compile
+	@# against vet, and the probe against the bare client, beside their goals
+	cd hack/cue && $(GO) build -o $(abspath $(OUT))/cue cuelang.org/go/cmd/cue
+	$(GO) run ./hack/ratios -cue $(OUT)/cue -contractc bin/contractc -bench $(OUT)/bench.txt | tee -a $(OUT)/bench.txt
 	@echo "benchmarks written to $(OUT)/bench.txt"
 
 lint:

@@ -5,7 +5,11 @@ package main
 import (
 	"os"
 
+	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/contractc"
 )
 
-func main() { os.Exit(contractc.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	cli.TuneGC()
+	os.Exit(contractc.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

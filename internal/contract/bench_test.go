@@ -2,11 +2,14 @@ package contract_test
 
 import (
 	"path/filepath"
+	"runtime/debug"
 	"testing"
+	"time"
 
 	"cuelang.org/go/cue"
 
 	"github.com/seamdc/seam/contracts/schema"
+	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/sitegen"
@@ -56,6 +59,36 @@ func BenchmarkCUEOnly(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkVetVsCUE is the ratio: vet against loading and
+// validating the same files through CUE alone, run in turns so that
+// both see the same machine, with the collector tuned as contractc
+// tunes it (cli.TuneGC). Goal: vet-x-cue at most 1.25.
+func BenchmarkVetVsCUE(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	cli.TuneGC()
+	dir := benchSites(b)["generated-100"]
+	var vet, cueOnly time.Duration
+	for b.Loop() {
+		start := time.Now()
+		r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: schema.ImportPath, Files: schema.Files(), Bind: schema.Bind})
+		if err != nil || len(diags) > 0 {
+			b.Fatal(err, diags)
+		}
+		if err := r.Value.Validate(cue.Concrete(true)); err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		if _, diags, err := contract.Vet(dir); err != nil || len(diags) > 0 {
+			b.Fatalf("vet: %v %v", err, diags)
+		}
+		cueOnly, vet = cueOnly+mid.Sub(start), vet+time.Since(mid)
+	}
+	b.ReportMetric(vet.Seconds()/float64(b.N), "vet-s")
+	b.ReportMetric(cueOnly.Seconds()/float64(b.N), "cue-s")
+	b.ReportMetric(vet.Seconds()/cueOnly.Seconds(), "vet-x-cue")
 }
 
 func TestGeneratedSiteVetsClean(t *testing.T) {

@@ -86,15 +86,23 @@ func dependencies(c *Contracts, idx *index) []*dependency {
 			deps = append(deps, d)
 		}
 	}
-	// racks tie their module to the blocks and loops they use
+	// racks tie their module to the blocks and loops they use: the
+	// dependencies named by them (the last word of what)
+	named := map[string][]*dependency{}
+	for _, d := range deps {
+		id := d.what[strings.LastIndexByte(d.what, ' ')+1:]
+		named[id] = append(named[id], d)
+	}
 	for _, m := range c.Site.Modules {
 		for _, r := range m.Racks {
-			for _, d := range deps {
-				if r.CooledBy.To != "" && strings.HasSuffix(d.what, " "+r.CooledBy.To) {
+			if r.CooledBy.To != "" {
+				for _, d := range named[r.CooledBy.To] {
 					d.modules[m.ID] = true
 				}
-				for _, p := range r.PDUs {
-					if f, ok := idx.feeds[p.Feed.To]; ok && strings.HasSuffix(d.what, " "+f.Block.ID) {
+			}
+			for _, p := range r.PDUs {
+				if f, ok := idx.feeds[p.Feed.To]; ok {
+					for _, d := range named[f.Block.ID] {
 						d.modules[m.ID] = true
 					}
 				}
