@@ -3,7 +3,6 @@ package binding
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,19 +41,14 @@ func TestExampleBinding(t *testing.T) {
 	assert.Equal(t, uint8(1), lb.Device.Unit)
 }
 
-// bindingDir writes a binding that reads the shipped profiles and, when
-// withSite, must cover the example site.
-func bindingDir(t *testing.T, body string, withSite bool) string {
+// bindingDir writes a binding that reads the shipped profiles (the
+// check against a site's contracts is internal/bindreq's test).
+func bindingDir(t *testing.T, body string) string {
 	t.Helper()
 	dir := t.TempDir()
 	profiles, err := filepath.Abs("../../fixtures/profiles")
 	require.NoError(t, err)
 	src := "package b\n\nprofiles: [\"" + profiles + "\"]\n"
-	if withSite {
-		contracts, err := filepath.Abs("../../contracts/examples/threemodule")
-		require.NoError(t, err)
-		src += "contracts: \"" + contracts + "\"\n"
-	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.cue"), []byte(src+body), 0o644))
 	return dir
 }
@@ -92,7 +86,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, diags, err := Load(bindingDir(t, tt.body, false))
+			_, diags, err := Load(bindingDir(t, tt.body))
 			require.NoError(t, err)
 			d := find(diags, tt.rule)
 			require.NotNil(t, d, "want rule %s, got %v", tt.rule, diags)
@@ -116,44 +110,6 @@ func find(diags diag.List, rule string) *diag.Diagnostic {
 
 // Against the example site: an unbound channel, a channel the site does
 // not have, and a channel bound to a point of the wrong dimension.
-func TestCheckAgainstSite(t *testing.T) {
-	example, err := os.ReadFile("../../fixtures/bindings/threemodule/binding.cue")
-	require.NoError(t, err)
-	body := string(example)
-	body = body[strings.Index(body, "_cells:"):]
-	// l2/mb/flow left out, l1/ma/dp bound to a temperature, a typo'd channel
-	replace := func(old, new string) {
-		require.Contains(t, body, old)
-		body = strings.Replace(body, old, new, 1)
-	}
-	replace(`"l\(c.n)/\(c.it)/flow": {device: "cdu-l\(c.n)", point: "secondary-flow"}`,
-		`if c.n != 2 {"l\(c.n)/\(c.it)/flow": {device: "cdu-l\(c.n)", point: "secondary-flow"}}`)
-	replace(`"l\(c.n)/\(c.it)/dp": {device: "cdu-l\(c.n)", point: "secondary-dp"}`,
-		`if c.n != 1 {"l\(c.n)/\(c.it)/dp": {device: "cdu-l\(c.n)", point: "secondary-dp"}}
-		if c.n == 1 {"l\(c.n)/\(c.it)/dp": {device: "cdu-l\(c.n)", point: "primary-return-temp"}}`)
-	body += "channels: \"l1/ma/supply-tmp\": {device: \"cdu-l1\", point: \"secondary-supply-temp\"}\n"
-	b, diags, err := Load(bindingDir(t, body, true))
-	require.NoError(t, err)
-	require.NotNil(t, b)
-
-	unbound := find(diags, RuleUnbound)
-	require.NotNil(t, unbound, "%v", diags)
-	assert.Contains(t, unbound.Message, `channel "l2/mb/flow" (a flow) of site threemodule`)
-	require.Len(t, unbound.Related, 1)
-	assert.Contains(t, unbound.Related[0].Pos.File, "contracts/examples/threemodule/joints.cue")
-
-	dim := find(diags, RuleDimension)
-	require.NotNil(t, dim, "%v", diags)
-	assert.Contains(t, dim.Message, "channels.\"l1/ma/dp\": the channel is a pressure, but point primary-return-temp of profile generic-cdu-int16 is a temperature")
-	assert.Equal(t, "b.cue", dim.Pos.File)
-
-	unknown := find(diags, RuleUnknownChannel)
-	require.NotNil(t, unknown, "%v", diags)
-	assert.Contains(t, unknown.Message, `has no channel "l1/ma/supply-tmp"`)
-	assert.Equal(t, `did you mean "l1/ma/supply-temp"?`, unknown.Hint)
-	assert.Len(t, diags, 3, "%v", diags)
-}
-
 func TestCheckLoadBanks(t *testing.T) {
 	b := &Binding{LoadBanks: []*LoadBank{{Name: "lb-mx"}}}
 	diags := b.Check(Requirements{Source: "site s", LoadBanks: []string{"lb-ma"}})

@@ -37,12 +37,18 @@ loadbanks: [seambinding.#Name]: seambinding.#LoadBank
 // Schema returns the embedded CUE schema of bindings.
 func Schema() []byte { return append([]byte(nil), schemaCUE...) }
 
-// Load reads a binding directory, the profiles it names and, when it
-// names one, the contract directory whose channels it must cover. A
-// non-nil error is a tool failure (an unreadable directory); problems
-// are diagnostics positioned relative to dir. Use the binding only when
-// diags has no error.
-func Load(dir string) (*Binding, diag.List, error) {
+// Load reads a binding directory and the profiles it names. The
+// contract directory it names (contracts:) is recorded, not read: the
+// device layer does not know the contract model. LoadWith checks the
+// binding against it. A non-nil error is a tool failure (an unreadable
+// directory); problems are diagnostics positioned relative to dir. Use
+// the binding only when diags has no error.
+func Load(dir string) (*Binding, diag.List, error) { return LoadWith(dir, nil) }
+
+// LoadWith is Load that also checks the binding covers what the
+// contract directory it names needs bound, as req lists it (nil: no
+// check). internal/bindreq reads contracts for it.
+func LoadWith(dir string, req Requirer) (*Binding, diag.List, error) {
 	if err := isDir(dir); err != nil {
 		return nil, nil, err
 	}
@@ -62,14 +68,14 @@ func Load(dir string) (*Binding, diag.List, error) {
 	b := d.decode()
 	d.diags = append(d.diags, b.loadProfiles()...)
 	d.diags = append(d.diags, b.resolve()...)
-	if b.Contracts != "" {
-		req, cd, err := FromContractDir(b.Contracts, r.Dir)
+	if b.Contracts != "" && req != nil {
+		want, cd, err := req(b.Contracts, r.Dir)
 		if err != nil {
 			return nil, nil, err
 		}
 		d.diags = append(d.diags, cd...)
 		if cd.Count(diag.Error) == 0 {
-			d.diags = append(d.diags, b.Check(req)...)
+			d.diags = append(d.diags, b.Check(want)...)
 		}
 	}
 	return b, d.diags.Sorted(), nil
@@ -249,8 +255,10 @@ func (b *Binding) loadProfiles() diag.List {
 	return diags
 }
 
-// rebase makes a position relative to from (a profile directory)
-// relative to to (the binding directory).
+// Rebase makes a position relative to from (a profile or contract
+// directory) relative to to (the binding directory).
+func Rebase(to, from string, p diag.Pos) diag.Pos { return rebase(to, from, p) }
+
 func rebase(to, from string, p diag.Pos) diag.Pos {
 	p = p.Resolved()
 	if !p.IsValid() || filepath.IsAbs(p.File) {

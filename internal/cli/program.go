@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -21,10 +22,16 @@ type Command struct {
 // Program is a command with subcommands, such as contractc or sat. Each
 // subcommand's file registers itself from init.
 type Program struct {
-	Name     string // contractc
-	About    string // one line: what the program does
-	Exits    string // the exit codes, for the usage text
-	commands map[string]Command
+	Name  string // contractc
+	About string // one line: what the program does
+	Exits string // the exit codes, for the usage text
+	// Every subcommand runs under the CUE budget (Guard), unless it is in
+	// NoBudget (it evaluates no CUE, or guards its own evaluations) or,
+	// for the time only, in NoTimeBudget (it runs for long: a simulator).
+	NoBudget, NoTimeBudget map[string]bool
+	// LookupEnv reads the budget's environment (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	commands  map[string]Command
 }
 
 // Register adds a subcommand.
@@ -70,7 +77,40 @@ func (p *Program) Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: unknown command %q\n\n%s", p.Name, args[0], p.Usage())
 		return ExitTool
 	}
+	if !p.NoBudget[args[0]] {
+		lookup := p.LookupEnv
+		if lookup == nil {
+			lookup = os.LookupEnv
+		}
+		b, err := BudgetFromEnv(lookup)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, args[0], err)
+			return ExitTool
+		}
+		if p.NoTimeBudget[args[0]] {
+			b.Time = 0
+		}
+		what := "its CUE inputs"
+		if d := firstDir(args[1:]); d != "" {
+			what = "the CUE in " + d
+		}
+		defer Guard(stderr, p.Name+" "+args[0], what, b)()
+	}
 	return cmd.Run(args[1:], stdout, stderr)
+}
+
+// firstDir is the first argument naming a directory: what a subcommand
+// evaluates, for the budget's message.
+func firstDir(args []string) string {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if st, err := os.Stat(a); err == nil && st.IsDir() {
+			return a
+		}
+	}
+	return ""
 }
 
 // Fail prints a subcommand's error, with its flags after a usage error,

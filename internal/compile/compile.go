@@ -268,7 +268,7 @@ func (k *compiler) finish() *plan.Plan {
 	p.Header = plan.Header{Format: plan.Format, Generated: plan.Generated,
 		Tool: plan.Tool{Name: "contractc", Version: version.Version}, Site: k.c.Site.Name,
 		Level: k.opt.Level, Module: k.opt.Module, Options: plan.Options{MaxHoldS: round(k.maxHold)},
-		Inputs: plan.Inputs{Contracts: k.dg.contracts, Boundaries: k.dg.scoped(k.c, k.opt.Module),
+		Inputs: plan.Inputs{Contracts: k.dg.contracts, Boundaries: k.dg.scoped(k.c, k.opt.Module), Files: k.dg.files,
 			Schema: schema.Digest(), SchemaVersion: schema.Version},
 		EstimatedS: tenths(total)}
 	p.Coverage = k.coverage(p.Cases)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seamdc/seam/internal/canon"
 	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/plan"
 )
 
 // digestSet holds the digests a plan records: the whole contract set and
@@ -15,6 +16,7 @@ import (
 type digestSet struct {
 	contracts  string
 	boundaries map[string]string
+	files      map[string]string // contract file → sha256 of its bytes
 }
 
 // digests computes, with internal/canon, the sha256 of the canonical
@@ -71,6 +73,10 @@ func digests(c *contract.Contracts) (digestSet, error) {
 	all.Write(site)
 	all.WriteByte('}')
 	ds.contracts = canon.DigestBytes(all.Bytes())
+	// the bytes of each file, which sat compares without compiling
+	if ds.files, err = plan.FileDigests(c.Dir); err != nil {
+		return digestSet{}, fmt.Errorf("digest of the contract files: %w", err)
+	}
 	return ds, nil
 }
 

@@ -159,7 +159,7 @@ func TestInterlocksNeverTighterThanChecks(t *testing.T) {
 				if k.Channel != il.Channel {
 					continue
 				}
-				lo, hi := accepted(k)
+				lo, hi, _ := k.Accepted()
 				if il.Min != nil && !math.IsInf(lo, -1) {
 					require.Less(t, *il.Min, lo, "%s: interlock %s trips at %g inside check %s", c.ID, id, *il.Min, k.ID)
 					n++
@@ -172,23 +172,6 @@ func TestInterlocksNeverTighterThanChecks(t *testing.T) {
 		}
 	}
 	require.Greater(t, n, 50, "the example should exercise this many interlock/check pairs")
-}
-
-func accepted(k plan.Check) (float64, float64) {
-	lo, hi := math.Inf(-1), math.Inf(1)
-	if k.Kind == plan.MaxDeviation {
-		return *k.Reference - *k.MaxDeviation, *k.Reference + *k.MaxDeviation
-	}
-	if k.Kind == plan.AlarmWithin {
-		return lo, hi
-	}
-	if k.Min != nil {
-		lo = *k.Min
-	}
-	if k.Max != nil {
-		hi = *k.Max
-	}
-	return lo, hi
 }
 
 // TestSamplingMeetsTimeLimits: a channel graded against a time limit is

@@ -219,23 +219,11 @@ func quote(l string) string {
 	return l
 }
 
-// accepted is the range of values a check passes, where it has one.
+// accepted is the range of values a check passes, where it has one
+// (plan.Check.Accepted), with the check's sources.
 func accepted(c plan.Check) (band, bool) {
-	lo, hi := math.Inf(-1), math.Inf(1)
-	switch c.Kind {
-	case plan.MaxDeviation:
-		lo, hi = *c.Reference-*c.MaxDeviation, *c.Reference+*c.MaxDeviation
-	case plan.InBand, plan.NoInterruption, plan.SettlesWithin, plan.RecoveryTime:
-		if c.Min != nil {
-			lo = *c.Min
-		}
-		if c.Max != nil {
-			hi = *c.Max
-		}
-	default:
-		return band{}, false
-	}
-	return band{lo: lo, hi: hi, sources: c.Sources}, true
+	lo, hi, ok := c.Accepted()
+	return band{lo: lo, hi: hi, sources: c.Sources}, ok
 }
 
 func dedupe(xs []string) []string {

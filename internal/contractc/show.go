@@ -116,7 +116,7 @@ func showCase(w io.Writer, n int, c plan.Case, sources map[string]plan.Source, l
 			s := sources[path]
 			from = append(from, fmt.Sprintf("%s at %s", s.Value, s.Pos))
 		}
-		fmt.Fprintf(tw, "     %s\t%s\t%s\t%s\t[%s]\n", k.Side, strings.ReplaceAll(k.Kind, "_", " "), k.Channel, checkText(k), strings.Join(from, ", "))
+		fmt.Fprintf(tw, "     %s\t%s\t%s\t%s\t[%s]\n", k.Side, strings.ReplaceAll(k.Kind, "_", " "), k.Channel, k.Describe(), strings.Join(from, ", "))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "   interlocks (abort: load to zero):")
@@ -167,38 +167,6 @@ func withNote(s, note string) string {
 	return s + " (" + note + ")"
 }
 
-func checkText(k plan.Check) string {
-	var what string
-	switch k.Kind {
-	case plan.InBand:
-		what = bandText(k.Min, k.Max, k.Unit)
-	case plan.MaxDeviation:
-		what = fmt.Sprintf("within %s ± %s", num(*k.Reference, k.Unit), num(*k.MaxDeviation, k.Unit))
-	case plan.RecoveryTime:
-		what = fmt.Sprintf("back %s in %s after each edge", bandText(k.Min, k.Max, k.Unit), duration(k.WithinS))
-	case plan.AlarmWithin:
-		what = "raised within " + duration(k.WithinS)
-	case plan.NoInterruption:
-		what = "never below " + num(*k.Min, k.Unit)
-		if k.Max != nil {
-			what += " nor above " + num(*k.Max, k.Unit)
-		}
-	case plan.SettlesWithin:
-		return fmt.Sprintf("%s from %s to %s after %s", bandText(k.Min, k.Max, k.Unit), duration(k.WithinS), duration(k.ForS), k.From)
-	}
-	return what + " " + windowText(k)
-}
-
-func windowText(k plan.Check) string {
-	if len(k.Steps) > 0 {
-		return "during " + strings.Join(k.Steps, ", ")
-	}
-	if k.ForS > 0 {
-		return fmt.Sprintf("for %s after %s", duration(k.ForS), k.From)
-	}
-	return "after " + k.From
-}
-
 func interlockText(il plan.Interlock) string {
 	s := "silent over " + duration(il.MaxSilenceS)
 	if il.Min == nil && il.Max == nil {
@@ -217,18 +185,8 @@ func interlockText(il plan.Interlock) string {
 }
 
 // bandText reads "within 402.55–427.45 V", "at least 3200 L/min" or
-// "at most 5 s".
-func bandText(lo, hi *float64, unit string) string {
-	switch {
-	case lo != nil && hi != nil:
-		return "within " + strings.TrimSuffix(num(*lo, unit), " "+unit) + "–" + num(*hi, unit)
-	case lo != nil:
-		return "at least " + num(*lo, unit)
-	case hi != nil:
-		return "at most " + num(*hi, unit)
-	}
-	return "any value"
-}
+// "at most 5 s" (plan.BandText).
+func bandText(lo, hi *float64, unit string) string { return plan.BandText(lo, hi, unit) }
 
 func num(v float64, unit string) string {
 	if unit == "" {
@@ -252,28 +210,8 @@ func rateText(kwPerS float64) string {
 }
 
 // duration renders seconds for people: "250 ms", "7.5 s", "5 min",
-// "1 h 12 min".
-func duration(s float64) string {
-	switch {
-	case s == 0:
-		return "-"
-	case s < 1:
-		return units.Format(math.Round(s*1000), "ms")
-	case s < 60:
-		return units.Format(math.Round(s*10)/10, "s")
-	case s < 3600:
-		m, sec := int(s)/60, int(math.Round(s))%60
-		if sec == 0 {
-			return fmt.Sprintf("%d min", m)
-		}
-		return fmt.Sprintf("%d min %d s", m, sec)
-	}
-	h, m := int(s)/3600, int(math.Round(s/60))%60
-	if m == 0 {
-		return fmt.Sprintf("%d h", h)
-	}
-	return fmt.Sprintf("%d h %d min", h, m)
-}
+// "1 h 12 min" (plan.DurationText).
+func duration(s float64) string { return plan.DurationText(s) }
 
 func showCoverage(w io.Writer, p *plan.Plan) {
 	fmt.Fprintf(w, "\nCOVERAGE: %s\n", summary(p))

@@ -2,15 +2,15 @@ package evidence
 
 import (
 	"bufio"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -20,11 +20,28 @@ import (
 // SyncEvery is the longest a record or sample may sit unsynced.
 const SyncEvery = time.Second
 
+// SealEvery is the longest a signed bundle goes without a seal (site
+// time); every case end and the run's end are sealed as well.
+const SealEvery = time.Minute
+
+// Options say how a bundle is signed.
+type Options struct {
+	// Signer seals the bundle; nil writes an unsigned bundle, whose
+	// hashes detect accidents but not a deliberate edit.
+	Signer Signer
+	// By names the signer in the seals (the operator).
+	By string
+	// SealEvery overrides the package's SealEvery (tests).
+	SealEvery time.Duration
+}
+
 // Bundle is an open evidence bundle being written. Its methods are safe
 // for concurrent use: the sampler and the step program write at once.
 type Bundle struct {
 	dir   string
 	clock clock.Clock
+	opt   Options
+	id    string
 
 	mu       sync.Mutex
 	journal  *os.File
@@ -37,28 +54,46 @@ type Bundle struct {
 	nSamples int64     // bytes written to samples.csv
 	lastSync time.Time
 	dirty    bool
+	cp       cpRef // the last checkpoint written
+	err      error // the first write error: the bundle is unusable after it
+	// deferred keeps the journal in memory until it is sealed: what an
+	// amendment or the run's end writes becomes durable with its
+	// signature, or not at all.
+	deferred bool
+
+	sealMu   sync.Mutex // one seal at a time; held while signing, never across a clock wait
+	sealed   int64      // the seq the last seal covers
+	sealRec  int64      // the seq of the last seal record
+	lastSeal time.Time
 }
 
-// Sample is one reading as stored: channel, site time, value in the
-// channel's canonical unit, quality ("good", "stale", "error").
-type Sample struct {
-	Channel string
-	Time    time.Time
-	Value   float64
-	Quality string
+// cpRef is a checkpoint record as a seal names it.
+type cpRef struct {
+	seq   int64
+	hash  string
+	bytes int64
+	dig   string
 }
-
-const samplesHeader = "channel,time,value,quality\n"
 
 // Create starts a new bundle in dir, which must be empty or missing.
-func Create(dir string, c clock.Clock) (*Bundle, error) {
+func Create(dir string, c clock.Clock, opt Options) (*Bundle, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("evidence directory %s is not empty: choose a new --out, or resume it with --resume", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("evidence directory: %w", err)
 	}
-	b := &Bundle{dir: dir, clock: c, prev: Genesis, sampled: sha256.New(), lastSync: c.Now()}
+	return createIn(dir, c, opt)
+}
+
+// createIn starts a bundle in dir, which holds no journal or samples.
+func createIn(dir string, c clock.Clock, opt Options) (*Bundle, error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	b := newBundle(dir, c, opt)
+	b.id = hex.EncodeToString(id[:])
 	var err error
 	if b.journal, err = os.OpenFile(filepath.Join(dir, JournalFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err != nil {
 		return nil, fmt.Errorf("evidence: %w", err)
@@ -66,13 +101,42 @@ func Create(dir string, c clock.Clock) (*Bundle, error) {
 	if b.samples, err = os.OpenFile(filepath.Join(dir, SamplesFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err != nil {
 		return nil, fmt.Errorf("evidence: %w", err)
 	}
-	b.jw, b.sw = bufio.NewWriter(b.journal), bufio.NewWriter(b.samples)
-	b.writeSamples([]byte(samplesHeader))
-	return b, nil
+	b.jw, b.sw = newWriters(b.journal, b.samples)
+	b.mu.Lock()
+	if _, err := b.appendLocked(KindBundle, "", BundleRecord{Format: FormatVersion, ID: b.id}); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	if err := b.writeSamples([]byte(samplesHeader)); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	b.mu.Unlock()
+	return b, b.Seal() // a signed bundle is signed from its first record
+}
+
+// newWriters buffer the journal and samples between syncs; the
+// journal's buffer holds what Finish writes before the manifest.
+func newWriters(journal, samples *os.File) (*bufio.Writer, *bufio.Writer) {
+	return bufio.NewWriterSize(journal, 64<<10), bufio.NewWriterSize(samples, 64<<10)
+}
+
+func newBundle(dir string, c clock.Clock, opt Options) *Bundle {
+	if opt.SealEvery <= 0 {
+		opt.SealEvery = SealEvery
+	}
+	now := c.Now()
+	return &Bundle{dir: dir, clock: c, opt: opt, prev: Genesis, sampled: sha256.New(), lastSync: now, lastSeal: now}
 }
 
 // Dir is the bundle's directory.
 func (b *Bundle) Dir() string { return b.dir }
+
+// ID is the bundle's random id, which every seal and the manifest name.
+func (b *Bundle) ID() string { return b.id }
+
+// Signed reports whether the bundle is being sealed.
+func (b *Bundle) Signed() bool { return b.opt.Signer != nil }
 
 // SamplesSize is how many bytes of samples.csv have been written,
 // synced or not: a runner notes it at a case's start, and after a Sync
@@ -96,6 +160,9 @@ func (b *Bundle) Append(kind, caseID string, data any) (Record, error) {
 }
 
 func (b *Bundle) appendLocked(kind, caseID string, data any) (Record, error) {
+	if b.err != nil {
+		return Record{}, b.err
+	}
 	r := Record{Seq: b.seq + 1, Time: b.clock.Now().UTC(), Kind: kind, Case: caseID, Prev: b.prev}
 	if data != nil {
 		raw, err := json.Marshal(data)
@@ -104,12 +171,13 @@ func (b *Bundle) appendLocked(kind, caseID string, data any) (Record, error) {
 		}
 		r.Data = raw
 	}
-	line, err := seal(&r)
+	line, err := encodeRecord(&r)
 	if err != nil {
 		return r, err
 	}
 	if _, err := b.jw.Write(line); err != nil {
-		return r, fmt.Errorf("evidence: journal: %w", err)
+		b.err = fmt.Errorf("evidence: journal: %w", err)
+		return r, b.err
 	}
 	b.seq, b.prev, b.dirty = r.Seq, r.Hash, true
 	return r, nil
@@ -121,14 +189,7 @@ func (b *Bundle) Sample(samples ...Sample) error {
 	defer b.mu.Unlock()
 	var buf []byte
 	for _, s := range samples {
-		buf = append(buf, s.Channel...)
-		buf = append(buf, ',')
-		buf = s.Time.UTC().AppendFormat(buf, time.RFC3339Nano)
-		buf = append(buf, ',')
-		buf = strconv.AppendFloat(buf, s.Value, 'g', -1, 64)
-		buf = append(buf, ',')
-		buf = append(buf, s.Quality...)
-		buf = append(buf, '\n')
+		buf = appendSample(buf, s)
 	}
 	if err := b.writeSamples(buf); err != nil {
 		return err
@@ -137,8 +198,12 @@ func (b *Bundle) Sample(samples ...Sample) error {
 }
 
 func (b *Bundle) writeSamples(p []byte) error {
+	if b.err != nil {
+		return b.err
+	}
 	if _, err := b.sw.Write(p); err != nil {
-		return fmt.Errorf("evidence: samples: %w", err)
+		b.err = fmt.Errorf("evidence: samples: %w", err)
+		return b.err
 	}
 	b.sampled.Write(p)
 	b.nSamples += int64(len(p))
@@ -153,14 +218,19 @@ func (b *Bundle) maybeSyncLocked() error {
 	return b.syncLocked()
 }
 
-// Sync writes a checkpoint and makes everything so far durable. The
-// runner calls it at every case end; Append and Sample call it when the
-// last sync is a second old; a runner with nothing to write calls it from
-// a one-second tick.
+// Sync writes a checkpoint and makes everything so far durable; a
+// signed bundle whose last seal is SealEvery old is sealed too. The
+// runner calls it at every case end and from a one-second tick; Append
+// and Sample sync (without sealing) when the last sync is a second old.
 func (b *Bundle) Sync() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.syncLocked()
+	err := b.syncLocked()
+	due := b.opt.Signer != nil && b.clock.Now().Sub(b.lastSeal) >= b.opt.SealEvery
+	b.mu.Unlock()
+	if err != nil || !due {
+		return err
+	}
+	return b.Seal()
 }
 
 func (b *Bundle) syncLocked() error {
@@ -168,121 +238,165 @@ func (b *Bundle) syncLocked() error {
 	if !b.dirty {
 		return nil
 	}
-	if err := b.sw.Flush(); err != nil {
-		return fmt.Errorf("evidence: samples: %w", err)
-	}
-	if err := b.samples.Sync(); err != nil {
-		return fmt.Errorf("evidence: samples: %w", err)
-	}
-	cp := Checkpoint{SamplesBytes: b.nSamples, SamplesDigest: digestOf(b.sampled)}
-	if _, err := b.appendLocked(KindCheckpoint, "", cp); err != nil {
+	if err := b.checkpointLocked(); err != nil {
 		return err
-	}
-	if err := b.jw.Flush(); err != nil {
-		return fmt.Errorf("evidence: journal: %w", err)
-	}
-	if err := b.journal.Sync(); err != nil {
-		return fmt.Errorf("evidence: journal: %w", err)
 	}
 	b.dirty = false
 	return nil
 }
 
-func digestOf(h hash.Hash) string {
-	return "sha256:" + fmt.Sprintf("%x", h.Sum(nil))
+// checkpointLocked writes a checkpoint record and makes the journal and
+// samples durable.
+func (b *Bundle) checkpointLocked() error {
+	if b.err != nil {
+		return b.err
+	}
+	if err := b.sw.Flush(); err != nil {
+		b.err = fmt.Errorf("evidence: samples: %w", err)
+		return b.err
+	}
+	if err := b.samples.Sync(); err != nil {
+		b.err = fmt.Errorf("evidence: samples: %w", err)
+		return b.err
+	}
+	cp := Checkpoint{SamplesBytes: b.nSamples, SamplesDigest: digestOf(b.sampled)}
+	r, err := b.appendLocked(KindCheckpoint, "", cp)
+	if err != nil {
+		return err
+	}
+	b.cp = cpRef{seq: r.Seq, hash: r.Hash, bytes: cp.SamplesBytes, dig: cp.SamplesDigest}
+	if b.deferred {
+		return nil
+	}
+	return b.flushLocked()
 }
 
-// Close syncs and closes the files.
+func (b *Bundle) flushLocked() error {
+	if err := b.jw.Flush(); err != nil {
+		b.err = fmt.Errorf("evidence: journal: %w", err)
+		return b.err
+	}
+	if err := b.journal.Sync(); err != nil {
+		b.err = fmt.Errorf("evidence: journal: %w", err)
+		return b.err
+	}
+	return nil
+}
+
+// Seal syncs and, in a signed bundle, signs the checkpoint it wrote: a
+// seal record follows with the statement and its SSHSIG. The signature
+// is made outside the bundle's lock (a hardware key may take its time),
+// so records written meanwhile come between the checkpoint and its seal;
+// the next seal covers them. An unsigned bundle only syncs.
+func (b *Bundle) Seal() error { return b.seal(RoleRun) }
+
+func (b *Bundle) seal(role string) error {
+	if b.opt.Signer == nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.syncLocked()
+	}
+	b.sealMu.Lock()
+	defer b.sealMu.Unlock()
+	b.mu.Lock()
+	if b.seq == b.sealRec && !b.dirty { // nothing since the last seal
+		b.mu.Unlock()
+		return nil
+	}
+	err := b.checkpointLocked()
+	b.dirty = false
+	b.lastSync = b.clock.Now()
+	cp := b.cp
+	b.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	st := Statement{Type: StatementType, Bundle: b.id, Seq: cp.seq, Head: cp.hash, SamplesBytes: cp.bytes, SamplesDigest: cp.dig,
+		Role: role, By: b.opt.By, At: b.clock.Now().UTC()}
+	data, _, err := sign(b.opt.Signer, st)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, err := b.appendLocked(KindSeal, "", data)
+	if err != nil {
+		return err
+	}
+	b.sealed, b.sealRec, b.lastSeal = cp.seq, r.Seq, b.clock.Now()
+	return b.flushLocked()
+}
+
+// Close seals (or syncs) and closes the files.
 func (b *Bundle) Close() error {
-	err := b.Sync()
+	err := b.Seal()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return errors.Join(err, b.journal.Close(), b.samples.Close())
 }
 
-// WriteFile writes a whole file into the bundle (results, the run log's
-// copy of the plan, the binding without secrets) and records its digest
-// in the journal.
+// WriteFile writes a whole file into the bundle (results, the plan as
+// read, the binding without secrets) and records its digest in the
+// journal. The journal's last record of a file is what verify holds the
+// file to, so the order survives a crash at any moment: the new content
+// goes to a temporary file first (synced), then its record is made
+// durable, then the file is renamed into place. A crash before the
+// record leaves a temporary file (Resume removes it); one after leaves
+// the recorded content in it (Resume puts it in place).
 func (b *Bundle) WriteFile(name string, data []byte) error {
-	if err := os.WriteFile(filepath.Join(b.dir, name), data, 0o644); err != nil {
+	if err := checkName(name); err != nil {
 		return fmt.Errorf("evidence: %w", err)
 	}
-	_, err := b.Append("file", "", map[string]string{"name": name, "digest": hashOf(data)})
-	return err
-}
-
-// State is what a resumed bundle already holds.
-type State struct {
-	Records []Record
-	// Completed lists the cases with a "case_end" record, in order.
-	Completed []string
-	// Dropped is how many bytes of an unfinished last write, and of
-	// samples after the last checkpoint, were cut on reopening.
-	DroppedJournal, DroppedSamples int64
-}
-
-// Resume reopens a bundle after a crash or abort: it checks the chain,
-// cuts a journal line the crash left half-written and samples after the
-// last checkpoint (they belong to a case that will run again), and
-// appends a resume record so the chain stays intact.
-func Resume(dir string, c clock.Clock) (*Bundle, *State, error) {
-	jpath, spath := filepath.Join(dir, JournalFile), filepath.Join(dir, SamplesFile)
-	records, good, partial, err := readJournal(jpath)
+	path := filepath.Join(b.dir, filepath.FromSlash(name))
+	tmp := tmpPath(path)
+	if err := writeSynced(tmp, data); err != nil {
+		return fmt.Errorf("evidence: %w", err)
+	}
+	b.mu.Lock()
+	_, err := b.appendLocked(KindFile, "", FileRecord{Name: name, Digest: hashOf(data)})
+	if err == nil {
+		err = b.checkpointLocked()
+		b.dirty = false
+		b.lastSync = b.clock.Now()
+	}
+	b.mu.Unlock()
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot resume %s: %w", dir, err)
+		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
-		return nil, nil, fmt.Errorf("cannot resume %s: the run finished (it has a manifest)", dir)
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("evidence: %w", err)
 	}
-	st := &State{Records: records, DroppedJournal: partial}
-	cp := lastCheckpoint(records)
-	for _, r := range records {
-		if r.Kind == "case_end" {
-			st.Completed = append(st.Completed, r.Case)
-		}
-	}
-	if err := os.Truncate(jpath, good); err != nil {
-		return nil, nil, fmt.Errorf("cannot resume: %w", err)
-	}
-	info, err := os.Stat(spath)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot resume: %w", err)
-	}
-	st.DroppedSamples = info.Size() - cp.SamplesBytes
-	if err := os.Truncate(spath, cp.SamplesBytes); err != nil {
-		return nil, nil, fmt.Errorf("cannot resume: %w", err)
-	}
-	b := &Bundle{dir: dir, clock: c, prev: Genesis, sampled: sha256.New(), lastSync: c.Now()}
-	if n := len(records); n > 0 {
-		b.seq, b.prev = records[n-1].Seq, records[n-1].Hash
-	}
-	if b.journal, err = os.OpenFile(jpath, os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
-		return nil, nil, err
-	}
-	if b.samples, err = os.OpenFile(spath, os.O_APPEND|os.O_RDWR, 0o644); err != nil {
-		return nil, nil, err
-	}
-	if _, err := io.Copy(b.sampled, io.NewSectionReader(b.samples, 0, cp.SamplesBytes)); err != nil {
-		return nil, nil, err
-	}
-	b.nSamples = cp.SamplesBytes
-	b.jw, b.sw = bufio.NewWriter(b.journal), bufio.NewWriter(b.samples)
-	if cp.SamplesBytes == 0 {
-		b.writeSamples([]byte(samplesHeader))
-	}
-	if _, err := b.Append(KindResume, "", map[string]any{"completed": st.Completed,
-		"dropped_journal_bytes": st.DroppedJournal, "dropped_sample_bytes": st.DroppedSamples}); err != nil {
-		return nil, nil, err
-	}
-	return b, st, b.Sync()
+	return syncDir(filepath.Dir(path))
 }
 
-func lastCheckpoint(records []Record) Checkpoint {
-	var cp Checkpoint
-	for _, r := range records {
-		if r.Kind == KindCheckpoint {
-			_ = json.Unmarshal(r.Data, &cp)
-		}
+// tmpPrefix marks a file being written: one left by a crash is noted by
+// Audit and removed by Resume.
+const tmpPrefix = ".tmp-"
+
+func tmpPath(path string) string {
+	return filepath.Join(filepath.Dir(path), tmpPrefix+filepath.Base(path))
+}
+
+// writeSynced writes a file durably.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
 	}
-	return cp
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	_ = d.Sync() // not every file system syncs a directory
+	return nil
 }

@@ -3,9 +3,11 @@ package evidence
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/grade"
+	"github.com/seamdc/seam/internal/results"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -22,7 +26,11 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // run writes a small bundle: two cases with samples, with time advancing.
 func run(t *testing.T, dir string, c *clock.Fake, finish bool, signer ssh.Signer) *Bundle {
 	t.Helper()
-	b, err := Create(dir, c)
+	var opt Options
+	if signer != nil {
+		opt = Options{Signer: SSHSigner(signer), By: "engineer"}
+	}
+	b, err := Create(dir, c, opt)
 	require.NoError(t, err)
 	for i, id := range []string{"SAT-001", "SAT-002"} {
 		_, err := b.Append("case_start", id, map[string]int{"n": i})
@@ -31,13 +39,13 @@ func run(t *testing.T, dir string, c *clock.Fake, finish bool, signer ssh.Signer
 			c.Advance(300 * time.Millisecond)
 			require.NoError(t, b.Sample(Sample{Channel: "p1/ma/feed-a/voltage", Time: c.Now(), Value: 415 + float64(k), Quality: "good"}))
 		}
-		_, err = b.Append("case_end", id, map[string]string{"verdict": "PASS"})
+		_, err = b.Append(KindCaseEnd, id, CaseEnd{Result: results.Case{ID: id, Outcome: grade.Pass}})
 		require.NoError(t, err)
 		require.NoError(t, b.Sync())
 	}
 	if finish {
-		require.NoError(t, b.WriteFile(ResultsFile, []byte(`{"outcome":"passed"}`)))
-		_, err := b.Finish(Meta{ToolVersion: "test", PlanDigest: "sha256:plan", Outcome: "passed"}, signer)
+		require.NoError(t, b.WriteFile("notes.txt", []byte("outcome passed\n")))
+		_, err := b.Finish(Meta{ToolVersion: "test", PlanDigest: "sha256:plan", Outcome: "passed"})
 		require.NoError(t, err)
 	}
 	return b
@@ -58,7 +66,7 @@ func TestFinishedBundleVerifies(t *testing.T) {
 func TestAnyChangedByteFails(t *testing.T) {
 	dir := t.TempDir()
 	run(t, dir, clock.NewFake(t0), true, nil)
-	for _, name := range []string{JournalFile, SamplesFile, ResultsFile, ManifestFile} {
+	for _, name := range []string{JournalFile, SamplesFile, "notes.txt", ManifestFile} {
 		path := filepath.Join(dir, name)
 		orig, err := os.ReadFile(path)
 		require.NoError(t, err)
@@ -79,13 +87,13 @@ func TestAnyChangedByteFails(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "extra.txt"), []byte("x"), 0o644))
 	rep, _ = Verify(dir, nil)
-	require.Contains(t, rep.Problems[0], "extra.txt: not listed in the manifest")
+	require.Contains(t, rep.Problems[0], "extra.txt: neither the journal nor the manifest records it: it was added after the run")
 }
 
 func TestSyncAtLeastEverySecond(t *testing.T) {
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
-	b, err := Create(dir, c)
+	b, err := Create(dir, c, Options{})
 	require.NoError(t, err)
 	_, err = b.Append("case_start", "A", nil)
 	require.NoError(t, err)
@@ -94,10 +102,11 @@ func TestSyncAtLeastEverySecond(t *testing.T) {
 		require.NoError(t, err)
 		return info.Size()
 	}
-	require.Zero(t, onDisk(), "buffered until a second has passed")
+	before := onDisk()
+	require.Equal(t, before, onDisk(), "buffered until a second has passed")
 	c.Advance(time.Second)
 	require.NoError(t, b.Sample(Sample{Channel: "x", Time: c.Now(), Value: 1, Quality: "good"}))
-	require.Positive(t, onDisk(), "a write a second after the last sync is durable")
+	require.Greater(t, onDisk(), before, "a write a second after the last sync is durable")
 	rep, err := Verify(dir, nil)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), rep.Problems)
@@ -127,30 +136,34 @@ func TestCrashThenResume(t *testing.T) {
 	require.False(t, rep.Complete)
 	require.Positive(t, rep.Unverified)
 
-	b2, st, err := Resume(dir, c)
+	b2, st, err := Resume(dir, c, Options{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, []string{"SAT-001", "SAT-002"}, st.Completed)
+	var completed []string
+	for _, e := range st.Ends {
+		completed = append(completed, e.Result.ID)
+	}
+	require.Equal(t, []string{"SAT-001", "SAT-002"}, completed)
 	require.Positive(t, st.DroppedJournal)
 	require.Positive(t, st.DroppedSamples)
 	_, err = b2.Append("case_start", "SAT-003", nil)
 	require.NoError(t, err)
-	_, err = b2.Append("case_end", "SAT-003", nil)
+	_, err = b2.Append(KindCaseEnd, "SAT-003", CaseEnd{Result: results.Case{ID: "SAT-003", Outcome: grade.Pass}})
 	require.NoError(t, err)
-	_, err = b2.Finish(Meta{ToolVersion: "test", Outcome: "passed"}, nil)
+	_, err = b2.Finish(Meta{ToolVersion: "test", Outcome: "passed"})
 	require.NoError(t, err)
 	rep, err = Verify(dir, nil)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), rep.Problems)
 	require.Equal(t, 3, rep.Cases)
 
-	_, _, err = Resume(dir, c)
+	_, _, err = Resume(dir, c, Options{}, nil)
 	require.ErrorContains(t, err, "the run finished")
 }
 
 func TestCreateRefusesUsedDirectory(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "x"), nil, 0o644))
-	_, err := Create(dir, clock.NewFake(t0))
+	_, err := Create(dir, clock.NewFake(t0), Options{})
 	require.ErrorContains(t, err, "is not empty")
 }
 
@@ -184,4 +197,41 @@ func TestSignedManifestInteropWithSSHKeygen(t *testing.T) {
 	cmd.Stdin = manifest
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "ssh-keygen -Y verify (Debian openssh-client): %s", out)
+}
+
+// A seal's statement and signature, taken out of the journal, verify
+// with OpenSSH as they are.
+func TestSealInteropWithSSHKeygen(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	signer, err := ssh.NewSignerFromKey(priv)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	run(t, dir, clock.NewFake(t0), true, signer)
+	raw, err := os.ReadFile(filepath.Join(dir, JournalFile))
+	require.NoError(t, err)
+	var seal SealData
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var r Record
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		if r.Kind == KindSeal {
+			require.NoError(t, json.Unmarshal(r.Data, &seal))
+		}
+	}
+	require.NotEmpty(t, seal.Statement)
+	work := t.TempDir()
+	stmt, sig := filepath.Join(work, "statement"), filepath.Join(work, "statement.sig")
+	require.NoError(t, os.WriteFile(stmt, []byte(seal.Statement), 0o644))
+	require.NoError(t, os.WriteFile(sig, []byte(seal.Signature), 0o644))
+	sshPub, err := ssh.NewPublicKey(pub)
+	require.NoError(t, err)
+	allowed := filepath.Join(work, "allowed")
+	require.NoError(t, os.WriteFile(allowed, []byte("engineer@site "+string(ssh.MarshalAuthorizedKey(sshPub))), 0o644))
+	cmd := exec.Command(peer.Need(t, "ssh-keygen"), "-Y", "verify", "-f", allowed, "-I", "engineer@site", "-n", Namespace, "-s", sig)
+	f, err := os.Open(stmt)
+	require.NoError(t, err)
+	defer f.Close()
+	cmd.Stdin = f
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "ssh-keygen -Y verify: %s", out)
 }

@@ -2,30 +2,16 @@ package evidence
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
-
-	"github.com/hiddeco/sshsig"
-	"golang.org/x/crypto/ssh"
 )
 
-// Namespace is the SSHSIG namespace of manifest signatures, so that a
-// signature over evidence can never pass for a contract signature.
-const Namespace = "seam-evidence"
-
-// KindRunEnd is the last record of a finished run; it carries the Meta
-// that the manifest repeats, so the manifest cannot be edited unnoticed.
-const KindRunEnd = "run_end"
-
-// FormatVersion is the bundle format.
-const FormatVersion = "seam-evidence/v1"
-
-// Meta is what the runner knows about the run's inputs.
+// Meta is what the runner knows about the run's inputs; the run_end
+// record carries it and the manifest repeats it.
 type Meta struct {
 	ToolVersion     string `json:"tool_version"`
 	PlanDigest      string `json:"plan_digest"`
@@ -34,69 +20,169 @@ type Meta struct {
 	Outcome         string `json:"outcome"`                  // passed, failed, aborted, error
 }
 
-// Manifest lists the digest of every file of a finished bundle.
+// Manifest describes a finished run: the bundle, the journal's head at
+// the run's end (which chains every record and, through the last
+// checkpoint, the samples), and the digest of every other file then.
+// Amendments after the end extend the journal; the manifest never
+// changes.
 type Manifest struct {
 	Format string `json:"format"`
+	Bundle string `json:"bundle"`
 	Meta
-	Records     int64             `json:"records"`
-	JournalHead string            `json:"journal_head"`
-	Files       map[string]string `json:"files"`
+	Records       int64             `json:"records"`
+	JournalBytes  int64             `json:"journal_bytes"`
+	JournalHead   string            `json:"journal_head"`
+	SamplesBytes  int64             `json:"samples_bytes"`
+	SamplesDigest string            `json:"samples_digest"`
+	Files         map[string]string `json:"files"`
 }
 
-// Finish closes the bundle and writes manifest.json; with a signer it
-// also writes manifest.json.sig, an SSHSIG that `ssh-keygen -Y verify -n
-// seam-evidence` accepts.
-func (b *Bundle) Finish(meta Meta, signer ssh.Signer) (*Manifest, error) {
-	if _, err := b.Append(KindRunEnd, "", meta); err != nil {
-		return nil, err
+func (m *Manifest) encode() []byte {
+	raw, _ := json.MarshalIndent(m, "", "  ")
+	return append(raw, '\n')
+}
+
+// Finish ends the run: a run_end record with meta, a last seal, then
+// manifest.json and, for a signed bundle, manifest.json.sig (an SSHSIG
+// of the manifest that `ssh-keygen -Y verify -n seam-evidence` accepts).
+// The bundle is closed. The order survives a crash at any moment: the
+// manifest is written to a temporary file before run_end is durable, and
+// renamed into place after; a crash in between leaves it there, and
+// Resume puts it in place.
+func (b *Bundle) Finish(meta Meta) (*Manifest, error) {
+	b.mu.Lock()
+	b.deferred = true
+	_, err := b.appendLocked(KindRunEnd, "", meta)
+	if err == nil {
+		err = b.checkpointLocked()
+		b.dirty = false
 	}
-	if err := b.Close(); err != nil {
-		return nil, err
-	}
-	m := &Manifest{Format: FormatVersion, Meta: meta, Records: b.seq, JournalHead: b.prev, Files: map[string]string{}}
-	entries, err := os.ReadDir(b.dir)
+	cp := b.cp
+	b.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range entries {
-		if e.IsDir() || e.Name() == ManifestFile || e.Name() == SignatureFile {
-			continue
-		}
-		d, err := fileDigest(filepath.Join(b.dir, e.Name()))
+	if b.opt.Signer != nil {
+		st := Statement{Type: StatementType, Bundle: b.id, Seq: cp.seq, Head: cp.hash, SamplesBytes: cp.bytes, SamplesDigest: cp.dig,
+			Role: RoleRun, By: b.opt.By, At: b.clock.Now().UTC()}
+		data, _, err := sign(b.opt.Signer, st)
 		if err != nil {
 			return nil, err
 		}
-		m.Files[e.Name()] = d
+		b.mu.Lock()
+		_, err = b.appendLocked(KindSeal, "", data)
+		b.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
-	raw, err := json.MarshalIndent(m, "", "  ")
+	b.mu.Lock()
+	st, err := b.journal.Stat()
+	size := int64(0)
+	if err == nil {
+		size = st.Size() + int64(b.jw.Buffered())
+	}
+	m := &Manifest{Format: FormatVersion, Bundle: b.id, Meta: meta, Records: b.seq, JournalBytes: size, JournalHead: b.prev,
+		SamplesBytes: cp.bytes, SamplesDigest: cp.dig, Files: map[string]string{}}
+	b.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	raw = append(raw, '\n')
-	if err := os.WriteFile(filepath.Join(b.dir, ManifestFile), raw, 0o644); err != nil {
+	if err := b.manifestFiles(m); err != nil {
+		return nil, err
+	}
+	raw := m.encode()
+	mpath, spath := filepath.Join(b.dir, ManifestFile), filepath.Join(b.dir, SignatureFile)
+	if err := writeSynced(tmpPath(mpath), raw); err != nil {
 		return nil, fmt.Errorf("evidence: %w", err)
 	}
-	if signer == nil {
-		return m, nil
+	if b.opt.Signer != nil {
+		sig, err := b.opt.Signer.Sign(raw)
+		if err != nil {
+			return nil, fmt.Errorf("evidence: signing the manifest: %w", err)
+		}
+		if err := writeSynced(tmpPath(spath), sig); err != nil {
+			return nil, fmt.Errorf("evidence: %w", err)
+		}
 	}
-	sig, err := sshsig.Sign(bytes.NewReader(raw), signer, sshsig.HashSHA512, Namespace)
+	b.mu.Lock()
+	err = errors.Join(b.flushLocked(), b.journal.Close(), b.samples.Close())
+	b.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("evidence: signing the manifest: %w", err)
+		return nil, err
 	}
-	return m, os.WriteFile(filepath.Join(b.dir, SignatureFile), sshsig.Armor(sig), 0o644)
+	if err := placePending(b.dir); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
+// manifestFiles lists the digest of every file the manifest covers.
+func (b *Bundle) manifestFiles(m *Manifest) error {
+	entries, err := os.ReadDir(b.dir)
 	if err != nil {
-		return "", err
+		return err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !inManifest(e.Name()) {
+			continue
+		}
+		d, err := fileDigest(b.dir, e.Name())
+		if err != nil {
+			return err
+		}
+		m.Files[e.Name()] = d
 	}
-	return digestOf(h), nil
+	return nil
+}
+
+// placePending renames a manifest and its signature written before the
+// run's end was durable into place: the signature first, so that a
+// manifest is never in place without the signature it had.
+func placePending(dir string) error {
+	for _, name := range []string{SignatureFile, ManifestFile} {
+		path := filepath.Join(dir, name)
+		if _, err := os.Lstat(tmpPath(path)); err != nil {
+			continue
+		}
+		if err := os.Rename(tmpPath(path), path); err != nil {
+			return fmt.Errorf("evidence: %w", err)
+		}
+	}
+	return syncDir(dir)
+}
+
+// inManifest says whether a top-level file's digest goes into the
+// manifest: everything but the journal and samples (the head and the
+// checkpoint cover them) and the manifest and its signature.
+func inManifest(name string) bool {
+	switch name {
+	case JournalFile, SamplesFile, ManifestFile, SignatureFile:
+		return false
+	}
+	return name[0] != '.'
+}
+
+// parseManifest reads manifest.json strictly: no unknown fields, and
+// exactly the bytes sat writes for it.
+func parseManifest(raw []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		var f struct{ Format string }
+		if json.Unmarshal(raw, &f) == nil && f.Format != "" && f.Format != FormatVersion {
+			return nil, fmt.Errorf("format %q, this sat reads %q", f.Format, FormatVersion)
+		}
+		return nil, err
+	}
+	if m.Format != FormatVersion {
+		return nil, fmt.Errorf("format %q, this sat reads %q", m.Format, FormatVersion)
+	}
+	if !bytes.Equal(m.encode(), raw) {
+		return &m, errors.New("not as sat wrote it: the file was edited")
+	}
+	return &m, nil
 }
 
 func sortedKeys(m map[string]string) []string {

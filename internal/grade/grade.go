@@ -97,6 +97,17 @@ func (tl Timeline) Step(id string) *Span {
 	return nil
 }
 
+// StepSpan is the span of step id (plan.Timing).
+func (tl Timeline) StepSpan(id string) (start, end time.Time, ok bool) {
+	if sp := tl.Step(id); sp != nil {
+		return sp.Start, sp.End, true
+	}
+	return time.Time{}, time.Time{}, false
+}
+
+// CaseEnd is when the case ended (plan.Timing).
+func (tl Timeline) CaseEnd() time.Time { return tl.End }
+
 // Options tune grading.
 type Options struct {
 	// MaxGap is the longest time without a good sample that a graded
@@ -200,49 +211,15 @@ func Grade(c plan.Check, tl Timeline, opt Options, samples iter.Seq[Sample]) Ver
 }
 
 // window is a closed interval of site time.
-type window struct{ a, b time.Time }
+type window = plan.Window
 
-func (w window) has(t time.Time) bool { return !t.Before(w.a) && !t.After(w.b) }
-
-// stepWindows are the spans of the check's steps; from_windows start at
-// the end of step from. A step that did not run is an error.
-func (g *Grader) windows() ([]window, error) {
-	c := g.c
-	if c.From != "" {
-		t0, err := g.timeZero()
-		if err != nil {
-			return nil, err
-		}
-		end := g.tl.End
-		if c.ForS > 0 {
-			end = t0.Add(seconds(c.ForS))
-		}
-		return []window{{t0, end}}, nil
-	}
-	if len(c.Steps) == 0 {
-		return nil, fmt.Errorf("check %s names neither steps nor from", c.ID)
-	}
-	var out []window
-	for _, id := range c.Steps {
-		sp := g.tl.Step(id)
-		if sp == nil {
-			return nil, fmt.Errorf("step %s did not run", id)
-		}
-		out = append(out, window{sp.Start, sp.End})
-	}
-	return out, nil
-}
+// windows are the spans the check grades (plan.Check.Windows).
+func (g *Grader) windows() ([]window, error) { return g.c.Windows(g.tl) }
 
 // timeZero is the end of step from.
-func (g *Grader) timeZero() (time.Time, error) {
-	sp := g.tl.Step(g.c.From)
-	if sp == nil {
-		return time.Time{}, fmt.Errorf("step %s, its time zero, did not run", g.c.From)
-	}
-	return sp.End, nil
-}
+func (g *Grader) timeZero() (time.Time, error) { return g.c.TimeZero(g.tl) }
 
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
+func seconds(s float64) time.Duration { return plan.Seconds(s) }
 
 // gaps tracks the longest stretch without a good sample in a set of
 // windows.
@@ -257,14 +234,14 @@ type gaps struct {
 func newGaps(wins []window, max time.Duration) *gaps {
 	g := &gaps{wins: wins, max: max, last: make([]time.Time, len(wins))}
 	for i, w := range wins {
-		g.last[i] = w.a
+		g.last[i] = w.From
 	}
 	return g
 }
 
 func (g *gaps) good(t time.Time) {
 	for i, w := range g.wins {
-		if w.has(t) {
+		if w.Has(t) {
 			g.note(g.last[i], t)
 			g.last[i] = t
 		}
@@ -281,8 +258,8 @@ func (g *gaps) note(a, b time.Time) {
 // (the case's end).
 func (g *gaps) finish() {
 	for i, w := range g.wins {
-		if w.b.After(w.a) {
-			g.note(g.last[i], w.b)
+		if w.To.After(w.From) {
+			g.note(g.last[i], w.To)
 		}
 	}
 }

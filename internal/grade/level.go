@@ -36,23 +36,18 @@ func newLevel(g *Grader) (kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &level{g: g, wins: wins, gaps: newGaps(wins, g.maxGap), lo: math.Inf(-1), hi: math.Inf(1)}
+	l := &level{g: g, wins: wins, gaps: newGaps(wins, g.maxGap)}
 	c := g.c
-	if c.Kind == plan.MaxDeviation {
-		if c.Reference == nil || c.MaxDeviation == nil {
+	lo, hi, ok := c.Accepted()
+	if !ok {
+		if c.Kind == plan.MaxDeviation {
 			return nil, fmt.Errorf("max_deviation check %s needs reference and max_deviation", c.ID)
 		}
-		l.dev, l.ref, l.maxDev = true, *c.Reference, *c.MaxDeviation
-		return l, nil
-	}
-	if c.Min != nil {
-		l.lo = *c.Min
-	}
-	if c.Max != nil {
-		l.hi = *c.Max
-	}
-	if c.Min == nil && c.Max == nil {
 		return nil, fmt.Errorf("%s check %s needs min or max", c.Kind, c.ID)
+	}
+	l.lo, l.hi = lo, hi
+	if c.Kind == plan.MaxDeviation {
+		l.dev, l.ref, l.maxDev = true, *c.Reference, *c.MaxDeviation
 	}
 	return l, nil
 }
@@ -74,7 +69,7 @@ func (l *level) add(s Sample) {
 
 func (l *level) inside(t time.Time) bool {
 	for _, w := range l.wins {
-		if w.has(t) {
+		if w.Has(t) {
 			return true
 		}
 	}

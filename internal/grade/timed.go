@@ -24,14 +24,8 @@ type settle struct {
 }
 
 func bounds(g *Grader) (lo, hi float64, err error) {
-	lo, hi = math.Inf(-1), math.Inf(1)
-	if g.c.Min != nil {
-		lo = *g.c.Min
-	}
-	if g.c.Max != nil {
-		hi = *g.c.Max
-	}
-	if g.c.Min == nil && g.c.Max == nil {
+	lo, hi, ok := g.c.Accepted()
+	if !ok {
 		err = fmt.Errorf("%s check %s needs min or max", g.c.Kind, g.c.ID)
 	}
 	return lo, hi, err
@@ -46,15 +40,18 @@ func newSettle(g *Grader) (kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	end := t0.Add(seconds(g.c.ForS))
-	strict := window{t0.Add(seconds(g.c.WithinS)), end}
-	return &settle{g: g, lo: lo, hi: hi, all: window{t0, end}, strict: strict, gaps: newGaps([]window{strict}, g.maxGap)}, nil
+	wins, err := g.windows() // [t0+within_s, t0+for_s]: no sample outside
+	if err != nil {
+		return nil, err
+	}
+	strict := wins[0]
+	return &settle{g: g, lo: lo, hi: hi, all: window{From: t0, To: strict.To}, strict: strict, gaps: newGaps(wins, g.maxGap)}, nil
 }
 
 func (s *settle) out(v float64) bool { return v < s.lo || v > s.hi }
 
 func (s *settle) add(x Sample) {
-	if !x.Good || !s.all.has(x.Time) {
+	if !x.Good || !s.all.Has(x.Time) {
 		return
 	}
 	s.n++
@@ -63,7 +60,7 @@ func (s *settle) add(x Sample) {
 		return
 	}
 	s.lastOut = &x
-	if s.strict.has(x.Time) {
+	if s.strict.Has(x.Time) {
 		s.bad++
 		if s.firstBad == nil {
 			s.firstBad = &x
@@ -73,7 +70,7 @@ func (s *settle) add(x Sample) {
 
 func (s *settle) verdict(v *Verdict) {
 	s.gaps.finish()
-	t0, unit := s.all.a, s.g.c.Unit
+	t0, unit := s.all.From, s.g.c.Unit
 	v.Samples, v.Unit, v.Limit = s.n, "s", ptr(s.g.c.WithinS)
 	measured := 0.0
 	if s.lastOut != nil {
@@ -150,7 +147,7 @@ func newRecovery(g *Grader) (kind, error) {
 		}
 		r.edges = append(r.edges, edge{at: e, horizon: h})
 		if e.Add(within).Before(h) {
-			strict = append(strict, window{e.Add(within), h})
+			strict = append(strict, window{From: e.Add(within), To: h})
 		}
 	}
 	r.gaps = newGaps(strict, g.maxGap)

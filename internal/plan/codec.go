@@ -52,8 +52,14 @@ var compiled = sync.OnceValues(func() (schemas, error) {
 // Encode returns the plan's bytes: canonical JSON (keys sorted, numbers
 // in their shortest form, no HTML escaping) indented by two spaces, with
 // a final newline. It reads what it wrote back as a reader would, and
-// refuses to return a plan that does not read back.
+// refuses to return a plan that does not read back. It fills
+// p.Header.Digest with the plan's content digest (ContentDigest).
 func Encode(p *Plan) ([]byte, error) {
+	d, err := ContentDigest(p)
+	if err != nil {
+		return nil, err
+	}
+	p.Header.Digest = d
 	b, err := encode(p)
 	if err != nil {
 		return nil, err
@@ -62,6 +68,40 @@ func Encode(p *Plan) ([]byte, error) {
 		return nil, fmt.Errorf("plan: the written plan does not read back: %w", err)
 	}
 	return b, nil
+}
+
+// ContentDigest is the sha256 of the plan's bytes as Encode writes them
+// with Header.Digest empty: what Header.Digest must be.
+func ContentDigest(p *Plan) (string, error) {
+	q := *p
+	q.Header.Digest = ""
+	b, err := encode(&q)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// CheckDigest refuses a plan whose content does not match its
+// Header.Digest: a plan edited after contractc wrote it (or written by a
+// tool that did not digest it).
+func CheckDigest(p *Plan) error {
+	d, err := ContentDigest(p)
+	if err != nil {
+		return err
+	}
+	if d != p.Header.Digest {
+		return fmt.Errorf("its content digests to %s, but its header.digest says %s: the plan was edited after contractc wrote it (it says %q)", short(d), short(p.Header.Digest), Generated)
+	}
+	return nil
+}
+
+func short(d string) string {
+	if len(d) > 19 {
+		return d[:19] + "…"
+	}
+	return d
 }
 
 func encode(p *Plan) ([]byte, error) {
@@ -175,6 +215,10 @@ func checkFormat(doc any) error {
 			return fmt.Errorf("plan: header.format is missing: not a seam plan (want %q)", Format)
 		}
 		return fmt.Errorf("plan: format %q, but this tool reads %q: recompile the plan with this version of contractc", f, Format)
+	}
+	in, _ := h["inputs"].(map[string]any)
+	if _, ok := h["digest"]; h["generated"] != nil && (!ok || in["files"] == nil) {
+		return errors.New("plan: it has no header.digest or inputs.files: an older contractc wrote it; recompile the plan with this version of contractc")
 	}
 	return nil
 }

@@ -83,6 +83,10 @@ type Plan struct {
 // Header identifies the plan and its inputs; sat refuses a plan whose
 // format, tool version or input digests do not match.
 type Header struct {
+	// Digest is the sha256 of the plan's own bytes as Encode writes them
+	// with this field empty: sat refuses a plan whose content does not
+	// match it (an edited plan). It is a checksum, not a signature.
+	Digest     string  `json:"digest"`
 	EstimatedS float64 `json:"estimated_s"` // total of the cases' estimates
 	Format     string  `json:"format"`
 	Generated  string  `json:"generated"`
@@ -109,8 +113,14 @@ type Options struct {
 
 // Inputs are the digests of what the plan was compiled from.
 type Inputs struct {
-	Boundaries    map[string]string `json:"boundaries"`     // boundary id → sha256 of its canonical value
-	Contracts     string            `json:"contracts"`      // sha256 of the canonical {site, boundaries}
+	Boundaries map[string]string `json:"boundaries"` // boundary id → sha256 of its canonical value
+	Contracts  string            `json:"contracts"`  // sha256 of the canonical {site, boundaries}
+	// Files are the contract files the plan was compiled from, by path
+	// relative to the contract directory ("power.cue",
+	// "cue.mod/module.cue"), each with the sha256 of its bytes: sat
+	// checks a plan is current by hashing them (FileDigests), without
+	// compiling.
+	Files         map[string]string `json:"files"`
 	Schema        string            `json:"schema"`         // sha256 of the contract schema files
 	SchemaVersion string            `json:"schema_version"` // the contract schema's version
 }

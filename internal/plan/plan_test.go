@@ -22,7 +22,7 @@ func sample() *plan.Plan {
 	return &plan.Plan{
 		Header: plan.Header{Format: plan.Format, Generated: plan.Generated, Tool: plan.Tool{Name: "contractc", Version: "test"},
 			Site: "s", Level: plan.All, Module: "m", Options: plan.Options{MaxHoldS: 30}, EstimatedS: 100,
-			Inputs: plan.Inputs{Contracts: digest('a'), Boundaries: map[string]string{"b": digest('b')}, Schema: digest('c'), SchemaVersion: "v1"}},
+			Inputs: plan.Inputs{Contracts: digest('a'), Boundaries: map[string]string{"b": digest('b')}, Files: map[string]string{"it.cue": digest('d')}, Schema: digest('c'), SchemaVersion: "v1"}},
 		LoadBanks: []plan.LoadBank{{ID: "lb", Module: "m", Kind: "resistive", RatingKW: 2500, ResolutionKW: 5, MaxRateKWPerS: 50000}},
 		Interlocks: []plan.Interlock{{ID: "v", Channel: "p/m/v", Unit: "V", Min: f(360), Max: f(460), MaxPeriodS: 1, MaxSilenceS: 5,
 			Reason: "band", Sources: src}},
@@ -77,14 +77,28 @@ func sample() *plan.Plan {
 func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 
 func TestEncodeRoundTrips(t *testing.T) {
-	b, err := plan.Encode(sample())
+	p := sample()
+	b, err := plan.Encode(p)
 	require.NoError(t, err)
 	back, err := plan.Decode(b)
 	require.NoError(t, err)
-	require.Equal(t, sample(), back)
+	require.Equal(t, p, back)
+	require.NoError(t, plan.CheckDigest(back), "Encode fills the content digest")
 	again, err := plan.Encode(back)
 	require.NoError(t, err)
 	require.Equal(t, string(b), string(again), "a decoded plan must encode to the same bytes")
+}
+
+// An edited plan no longer matches its content digest.
+func TestCheckDigestCatchesAnEdit(t *testing.T) {
+	p := sample()
+	b, err := plan.Encode(p)
+	require.NoError(t, err)
+	edited := bytes.Replace(b, []byte(`"max": 460`), []byte(`"max": 480`), 1)
+	require.NotEqual(t, b, edited)
+	back, err := plan.Decode(edited)
+	require.NoError(t, err)
+	require.ErrorContains(t, plan.CheckDigest(back), "the plan was edited after contractc wrote it")
 }
 
 // TestEncodeIsCanonical: the indented plan is canonical JSON (keys

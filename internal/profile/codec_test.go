@@ -149,20 +149,23 @@ func TestPlausible(t *testing.T) {
 	set := shipped(t)
 	pt := set.Get("generic-cdu-float32").Point("secondary-supply-temp")
 	// written ABCD by the device but read as CDAB: a word-order mistake
-	misread := func(v float64) float64 {
+	misread := func(v float64) (float64, error) {
 		regs, err := (&Point{Type: Float32, Order: ABCD}).EncodeRegisters(v)
 		require.NoError(t, err)
-		raw, err := pt.DecodeRegisters(regs)
-		require.NoError(t, err)
-		return raw
+		return pt.DecodeRegisters(regs)
 	}
-	err := pt.Implausible(misread(32.57), 0) // 0x4202 0x47AE reads as 89220
+	raw, err := misread(32.57) // 0x4202 0x47AE reads as 89220
+	require.NoError(t, err)
+	err = pt.Implausible(raw, 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "outside the plausible range [-10, 90] degC")
 	assert.Contains(t, err.Error(), "word order")
-	err = pt.Implausible(misread(32.5), 0) // 0x4202 0x0000 reads as 2.4e-41
+	// 0x4202 0x0000 reads as 2.4e-41, inside the range: refused where the
+	// registers are decoded, naming the order that reads them
+	_, err = misread(32.5)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "subnormal float32")
+	assert.Contains(t, err.Error(), "in word order ABCD they read 32.5 degC: check the profile's word order")
+	assert.Error(t, pt.Implausible(2.4e-41, 0), "a subnormal float32 is never a measurement")
 	assert.NoError(t, pt.Implausible(32.5, 0))
 	assert.NoError(t, pt.Implausible(0, 0))
 }

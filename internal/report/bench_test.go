@@ -1,10 +1,14 @@
 package report
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"io"
 	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/report/reporttest"
@@ -46,7 +50,8 @@ func BenchmarkReportExampleSAT(b *testing.B) {
 // BenchmarkReportHour100Channels: an hour of 100 channels at 10 Hz
 // (3.6 M samples) in 12 cases of 5 min, 10 channels graded per case.
 // SEAM_HOUR_BUNDLE=DIR keeps the bundle there (for measuring `sat
-// report` with /usr/bin/time).
+// verify` and `sat report` with /usr/bin/time); SEAM_HOUR_SIGNED=1 signs
+// it (a seal every minute and at every case end) with a new key.
 func BenchmarkReportHour100Channels(b *testing.B) {
 	base, _ := examplePlan(b, "sat", "ma")
 	p, err := reporttest.LongPlan(base, 100, 10, 3600, 300, 0.1)
@@ -63,7 +68,17 @@ func BenchmarkReportHour100Channels(b *testing.B) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t := time.Now()
-		if _, err := reporttest.Write(dir, p, raw, reporttest.Options{}); err != nil {
+		var opt reporttest.Options
+		if os.Getenv("SEAM_HOUR_SIGNED") != "" {
+			_, priv, err := ed25519.GenerateKey(rand.Reader)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if opt.Signer, err = ssh.NewSignerFromKey(priv); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := reporttest.Write(dir, p, raw, opt); err != nil {
 			b.Fatal(err)
 		}
 		b.Logf("wrote %s in %s", dir, time.Since(t))

@@ -43,14 +43,20 @@ func Markdown(w io.Writer, r *Run) error {
 
 func writeIntegrity(b *strings.Builder, r *Run) {
 	if r.OK() {
-		signed := "not signed"
+		signed := "not signed: its hashes detect accidents, not a deliberate edit"
 		if r.Signed {
 			signed = "signed by `" + r.SignedBy + "`"
 		}
 		if !r.Complete {
-			signed = "the run did not finish: no manifest; verified up to its last checkpoint"
+			signed += "; the run did not finish: no manifest; verified up to its last checkpoint"
 		}
 		fmt.Fprintf(b, "Evidence verifies (%s); every verdict re-grades from the raw samples.\n\n", signed)
+		for _, s := range r.SignOffs {
+			fmt.Fprintf(b, "- %s by %s (%s), `%s`%s\n", s.Purpose, mdEscape(s.By), s.Role, s.Key, noteText(s.Note))
+		}
+		if len(r.SignOffs) > 0 {
+			b.WriteString("\n")
+		}
 		return
 	}
 	b.WriteString("> [!CAUTION]\n> **The evidence cannot be trusted as it stands.**\n")
@@ -97,4 +103,11 @@ func short(digest string) string {
 		return digest[:len(digest)-len(hex)+12]
 	}
 	return digest
+}
+
+func noteText(n string) string {
+	if n == "" {
+		return ""
+	}
+	return ": " + mdEscape(n)
 }

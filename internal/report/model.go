@@ -36,6 +36,9 @@ type Run struct {
 	Finished        time.Time
 	Signed          bool
 	SignedBy        string // key fingerprint
+	// Trust says in one line whether the bundle is signed, by whom and
+	// up to where (as sat verify's first line).
+	Trust string
 	// Complete is false for a run that stopped before its manifest was
 	// written (aborted, killed): its journal and samples verify up to
 	// the last checkpoint, and Unverified bytes of samples follow it.
@@ -48,6 +51,18 @@ type Run struct {
 	Mismatches     []Mismatch // re-graded verdicts that differ from the recorded ones
 	Cases          []Case
 	Witnesses      []Witness
+	// SignOffs are the signed amendments after the run: sign-offs by a
+	// witness or the accepting engineer, attachments.
+	SignOffs []SignOff
+}
+
+// SignOff is a signed amendment: who signed in what role, when, with
+// which key, and what it adds.
+type SignOff struct {
+	Purpose, Role, By, Note string
+	Key                     string
+	At                      time.Time
+	Adds                    []string
 }
 
 // OK reports whether the bundle verified and every verdict re-graded to

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"path"
 	"time"
 
@@ -114,90 +113,28 @@ func (p *plotState) decorate(d *PlotData, k plan.Check, v grade.Verdict) {
 		if v.At != nil {
 			d.Marks = append(d.Marks, Mark{At: p.rel(*v.At), Label: fmt.Sprintf("%s alarm +%.3g s", k.Side, *v.Measured), Failed: failed})
 		} else if failed {
-			d.Marks = append(d.Marks, Mark{At: p.rel(p.timeZero(k)) + k.WithinS, Label: k.Side + " alarm deadline", Failed: true})
+			if t0, err := k.TimeZero(p.tl); err == nil {
+				d.Marks = append(d.Marks, Mark{At: p.rel(t0) + k.WithinS, Label: k.Side + " alarm deadline", Failed: true})
+			}
 		}
 		return
 	}
 	if k.Channel != p.channel {
 		return
 	}
-	lo, hi := bounds(k)
-	for _, w := range p.windows(k) {
-		b := Band{From: p.rel(w[0]), To: p.rel(w[1]), Lo: lo, Hi: hi, Failed: failed, Envelope: k.Kind == plan.MaxDeviation}
-		b.Label = bandLabel(k, lo, hi)
-		d.Bands = append(d.Bands, b)
+	lo, hi, ok := k.Accepted()
+	if !ok {
+		return
+	}
+	wins, _ := k.Windows(p.tl) // a step that did not run has no band
+	for _, w := range wins {
+		d.Bands = append(d.Bands, Band{From: p.rel(w.From), To: p.rel(w.To), Lo: lo, Hi: hi, Failed: failed,
+			Envelope: k.Kind == plan.MaxDeviation, Label: k.BandLabel()})
 	}
 	if (k.Kind == plan.RecoveryTime || k.Kind == plan.SettlesWithin) && v.At != nil && v.Measured != nil {
 		d.Marks = append(d.Marks, Mark{At: p.rel(*v.At), Failed: failed,
 			Label: fmt.Sprintf("%s recovered %.3g s (≤ %g s)", k.Side, *v.Measured, k.WithinS)})
 	}
-}
-
-func bounds(k plan.Check) (lo, hi float64) {
-	lo, hi = math.Inf(-1), math.Inf(1)
-	if k.Kind == plan.MaxDeviation && k.Reference != nil && k.MaxDeviation != nil {
-		return *k.Reference - *k.MaxDeviation, *k.Reference + *k.MaxDeviation
-	}
-	if k.Min != nil {
-		lo = *k.Min
-	}
-	if k.Max != nil {
-		hi = *k.Max
-	}
-	return lo, hi
-}
-
-func bandLabel(k plan.Check, lo, hi float64) string {
-	what := "band"
-	switch k.Kind {
-	case plan.MaxDeviation:
-		return fmt.Sprintf("%s envelope %s ± %s", k.Side, fmtNum(*k.Reference, ""), fmtNum(*k.MaxDeviation, k.Unit))
-	case plan.RecoveryTime:
-		what = "recovery band"
-	case plan.SettlesWithin:
-		what = "settled band"
-	case plan.NoInterruption:
-		what = "no-interruption limit"
-	}
-	switch {
-	case math.IsInf(lo, 0):
-		return fmt.Sprintf("%s %s ≤ %s", k.Side, what, fmtNum(hi, k.Unit))
-	case math.IsInf(hi, 0):
-		return fmt.Sprintf("%s %s ≥ %s", k.Side, what, fmtNum(lo, k.Unit))
-	}
-	return fmt.Sprintf("%s %s %s–%s", k.Side, what, fmtNum(lo, ""), fmtNum(hi, k.Unit))
-}
-
-// windows are the spans a check grades, as grade defines them.
-func (p *plotState) windows(k plan.Check) [][2]time.Time {
-	if k.From != "" {
-		t0 := p.timeZero(k)
-		if t0.IsZero() {
-			return nil
-		}
-		end := p.tl.End
-		if k.ForS > 0 {
-			end = t0.Add(time.Duration(k.ForS * float64(time.Second)))
-		}
-		if k.Kind == plan.SettlesWithin {
-			t0 = t0.Add(time.Duration(k.WithinS * float64(time.Second)))
-		}
-		return [][2]time.Time{{t0, end}}
-	}
-	var out [][2]time.Time
-	for _, id := range k.Steps {
-		if sp := p.tl.Step(id); sp != nil {
-			out = append(out, [2]time.Time{sp.Start, sp.End})
-		}
-	}
-	return out
-}
-
-func (p *plotState) timeZero(k plan.Check) time.Time {
-	if sp := p.tl.Step(k.From); sp != nil {
-		return sp.End
-	}
-	return time.Time{}
 }
 
 func (p *plotState) rel(t time.Time) float64 { return t.Sub(p.tl.Start).Seconds() }

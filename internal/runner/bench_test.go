@@ -160,7 +160,7 @@ func BenchmarkSamplingJitter(b *testing.B) {
 	periods := map[string]time.Duration{}
 	for b.Loop() {
 		dir := filepath.Join(b.TempDir(), "ev")
-		bundle, err := evidence.Create(dir, clock.Real{})
+		bundle, err := evidence.Create(dir, clock.Real{}, evidence.Options{})
 		require.NoError(b, err)
 		r := &Runner{cfg: Config{Site: site, Plan: p, Dir: dir}, clk: clock.Real{}, b: bundle, aborted: make(chan struct{}), aborting: clock.NewGroup(clock.Real{}),
 			prog: newProgress(nil, false, p, clock.Real{})}
@@ -180,12 +180,13 @@ func BenchmarkSamplingJitter(b *testing.B) {
 		smp.halt()
 		require.NoError(b, bundle.Close())
 		last := map[string]time.Time{}
-		require.NoError(b, scanSamples(filepath.Join(dir, evidence.SamplesFile), 0, fileSize(b, filepath.Join(dir, evidence.SamplesFile)), func(s evidence.Sample) {
+		require.NoError(b, evidence.ScanSamples(dir, func(s evidence.Sample) error {
 			if t, ok := last[s.Channel]; ok {
 				d := s.Time.Sub(t) - periods[s.Channel]
 				jitter[s.Channel] = append(jitter[s.Channel], float64(d.Abs().Microseconds())/1000)
 			}
 			last[s.Channel] = s.Time
+			return nil
 		}))
 	}
 	var names []string
@@ -200,12 +201,6 @@ func BenchmarkSamplingJitter(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "sampling %-28s every %-6s %5d intervals, |jitter| p50 %.2f ms, p99 %.2f ms\n",
 			ch, periods[ch], len(jitter[ch]), pct(jitter[ch], 50), pct(jitter[ch], 99))
 	}
-}
-
-func fileSize(b *testing.B, path string) int64 {
-	st, err := os.Stat(path)
-	require.NoError(b, err)
-	return st.Size()
 }
 
 var discard = slog.New(slog.DiscardHandler)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/grade"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
@@ -85,7 +86,7 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 		return
 	}
 	to := r.b.SamplesSize()
-	verdicts, err := r.gradeCase(c, tl, from, to)
+	verdicts, err := evidence.GradeCase(r.cfg.Dir, &c, tl, from, to)
 	if err != nil {
 		r.endCase(cr, grade.Error, "grading: "+err.Error(), &tl, [2]int64{from, to})
 		return
@@ -133,8 +134,8 @@ func (r *Runner) endCase(cr *caseRun, outcome grade.Outcome, reason string, tl *
 		res.Ended = ptrTime(r.clk.Now().UTC())
 	}
 	r.outcomes[cr.c.ID] = outcome
-	r.append("case_end", cr.c.ID, caseEnd{Result: *res, Timeline: tl, Samples: samples})
-	if err := r.b.Sync(); err != nil {
+	r.append(evidence.KindCaseEnd, cr.c.ID, evidence.CaseEnd{Result: *res, Timeline: tl, Samples: samples})
+	if err := r.b.Seal(); err != nil {
 		r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
 	}
 	r.prog.caseEnd(cr.c, *res)

@@ -37,16 +37,16 @@ func copyDir(t *testing.T, from string) string {
 
 func TestCheckPlan(t *testing.T) {
 	p, raw := examplePlan(t, example)
-	digest, err := CheckPlan(p, raw, example)
+	digest, err := CheckPlan(p, example)
 	require.NoError(t, err)
 	assert.Equal(t, p.Header.Inputs.Contracts, digest)
 
 	t.Run("another compiler version", func(t *testing.T) {
 		old := *p
 		old.Header.Tool.Version = "0.0.1"
-		b, err := plan.Encode(&old)
+		_, err := plan.Encode(&old)
 		require.NoError(t, err)
-		_, err = CheckPlan(&old, b, example)
+		_, err = CheckPlan(&old, example)
 		var stale *StaleError
 		require.ErrorAs(t, err, &stale)
 		assert.Contains(t, err.Error(), "it was compiled by contractc 0.0.1, and this is sat")
@@ -57,7 +57,7 @@ func TestCheckPlan(t *testing.T) {
 		require.NotEqual(t, raw, edited)
 		ep, err := plan.Decode(edited)
 		require.NoError(t, err)
-		_, err = CheckPlan(ep, edited, example)
+		_, err = CheckPlan(ep, example)
 		assert.ErrorContains(t, err, "the plan was edited after contractc wrote it")
 	})
 
@@ -69,12 +69,26 @@ func TestCheckPlan(t *testing.T) {
 		changed := strings.Replace(string(src), `tolerance: "3 %"}}`, `tolerance: "2 %"}}`, 1)
 		require.NotEqual(t, string(src), changed)
 		require.NoError(t, os.WriteFile(path, []byte(changed), 0o644))
-		_, err = CheckPlan(p, raw, dir)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "extra.cue"), []byte("package threemodule\n"), 0o644))
+		require.NoError(t, os.Remove(filepath.Join(dir, "controls.cue")))
+		_, err = CheckPlan(p, dir)
 		require.Error(t, err)
 		msg := err.Error()
-		assert.Contains(t, msg, "it was compiled from contracts sha256:")
-		assert.Contains(t, msg, "boundary p1-ma changed since the plan was compiled")
-		assert.NotContains(t, msg, "boundary l1-ma changed")
-		assert.Contains(t, msg, "recompile it: contractc compile "+dir+" --level sat --max-hold 2s -o PLAN")
+		assert.Contains(t, msg, "its contracts in "+dir+" changed since it was compiled from them (sha256:")
+		assert.Contains(t, msg, "contract file power.cue changed since the plan was compiled (sha256:")
+		assert.Contains(t, msg, "contract file extra.cue is new since the plan was compiled")
+		assert.Contains(t, msg, "contract file controls.cue was removed since the plan was compiled")
+		assert.NotContains(t, msg, "contract file it.cue")
+		assert.Contains(t, msg, "recompile it: contractc compile "+dir+" --level sat --module ma --max-hold 2s -o PLAN")
+	})
+
+	t.Run("the module file", func(t *testing.T) {
+		dir := copyDir(t, example)
+		path := filepath.Join(dir, "cue.mod", "module.cue")
+		src, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, append(src, []byte("// changed\n")...), 0o644))
+		_, err = CheckPlan(p, dir)
+		assert.ErrorContains(t, err, "contract file cue.mod/module.cue changed since the plan was compiled")
 	})
 }

@@ -20,6 +20,12 @@
 //     to the bundle;
 //  5. zeroes the banks, writes results.json and the manifest.
 //
+// A signed run (Config.Signer) seals the bundle at every case end, at
+// its results and end, and at least every minute (internal/evidence). A
+// plan is checked to be current by hashing the contract files it names
+// (CheckPlan): the runner imports neither the compiler nor the contract
+// model.
+//
 // # Safety
 //
 // An interlock trip (a safety channel outside its limits, or silent for
@@ -53,5 +59,6 @@
 //	watchdog      a load bank's heartbeat watchdog tripped: how late the heartbeats were
 //	watchdog_reset a tripped bank reset once it read 0 kW and the operator confirmed
 //
-// and the evidence package's own: checkpoint, resume, file, run_end.
+// and the evidence package's own: bundle, checkpoint, seal, resume, file,
+// run_end, amend.
 package runner

@@ -70,7 +70,7 @@ func tinyPlan(t testing.TB) (*plan.Plan, []byte) {
 	}
 	p := &plan.Plan{
 		Header: plan.Header{Format: plan.Format, Generated: plan.Generated, Tool: plan.Tool{Name: "contractc", Version: version.Version},
-			Site: "tiny", Level: plan.All, Inputs: plan.Inputs{Boundaries: map[string]string{"p1-ma": sha, "l1-ma": sha}, Contracts: sha, Schema: sha, SchemaVersion: "v1alpha1"}},
+			Site: "tiny", Level: plan.All, Inputs: plan.Inputs{Boundaries: map[string]string{"p1-ma": sha, "l1-ma": sha}, Contracts: sha, Files: map[string]string{"tiny.cue": sha}, Schema: sha, SchemaVersion: "v1alpha1"}},
 		LoadBanks: []plan.LoadBank{{ID: "lb-ma", Module: "ma", Kind: "resistive", RatingKW: 2500, ResolutionKW: 5, MaxRateKWPerS: 50000}},
 		Sources: map[string]plan.Source{
 			"v.min": {Pos: "joints.cue:1:1", Value: "400 V"}, "v.max": {Pos: "joints.cue:1:2", Value: "430 V"},

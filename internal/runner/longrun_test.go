@@ -116,7 +116,7 @@ func residentBytes(t *testing.T) int64 {
 func longPlan(t *testing.T, channels int) (*plan.Plan, []byte) {
 	p := &plan.Plan{
 		Header: plan.Header{Format: plan.Format, Generated: plan.Generated, Tool: plan.Tool{Name: "contractc", Version: version.Version},
-			Site: "long", Level: plan.SAT, Inputs: plan.Inputs{Boundaries: map[string]string{"b": sha}, Contracts: sha, Schema: sha, SchemaVersion: "v1alpha1"}},
+			Site: "long", Level: plan.SAT, Inputs: plan.Inputs{Boundaries: map[string]string{"b": sha}, Contracts: sha, Files: map[string]string{"long.cue": sha}, Schema: sha, SchemaVersion: "v1alpha1"}},
 		LoadBanks: []plan.LoadBank{}, Interlocks: []plan.Interlock{}, Sources: map[string]plan.Source{"band": {Pos: "x.cue:1:1", Value: "400 V"}},
 	}
 	c := plan.Case{ID: "sat.b.steady.hour", Boundary: "b", Kind: plan.Steady, Level: plan.SAT, Module: "m", Title: "an hour",

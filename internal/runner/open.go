@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -11,15 +9,14 @@ import (
 	"sync"
 
 	"github.com/seamdc/seam/internal/evidence"
-	"github.com/seamdc/seam/internal/grade"
 	"github.com/seamdc/seam/internal/results"
 	"github.com/seamdc/seam/internal/version"
 )
 
 // Files the runner adds to the bundle.
 const (
-	PlanFile    = "plan.json"
-	BindingFile = "binding.cue"
+	PlanFile    = evidence.PlanFile
+	BindingFile = evidence.BindingFile
 )
 
 // runStart is the data of a run_start record.
@@ -35,15 +32,6 @@ type runStart struct {
 	Operator   string  `json:"operator"`
 	Resumed    bool    `json:"resumed,omitempty"`
 	Cases      int     `json:"cases"`
-}
-
-// caseEnd is the data of a case_end record: the case's result and what
-// grading it needs, so that a report or a resumed run can rebuild it.
-type caseEnd struct {
-	Result   results.Case    `json:"result"`
-	Timeline *grade.Timeline `json:"timeline,omitempty"`
-	// Samples is the byte range of samples.csv the case wrote.
-	Samples [2]int64 `json:"samples"`
 }
 
 // open creates the bundle (or resumes it), starts the run log and
@@ -65,10 +53,12 @@ func (r *Runner) open() error {
 			Clause: results.Clause{Path: c.Clause.Path, Pos: c.Clause.Pos, BoundaryDigest: c.Clause.BoundaryDigest}})
 	}
 	var err error
+	opt := evidence.Options{Signer: cfg.Signer, By: cfg.Operator.Who()}
+	written := map[string]bool{} // the files a resumed bundle already holds
 	if cfg.Resume {
-		err = r.resume(digest)
+		written, err = r.resume(digest, opt)
 	} else {
-		r.b, err = evidence.Create(cfg.Dir, r.clk)
+		r.b, err = evidence.Create(cfg.Dir, r.clk, opt)
 	}
 	if err != nil {
 		return err
@@ -79,84 +69,70 @@ func (r *Runner) open() error {
 	r.append("run_start", "", runStart{PlanDigest: digest, Tool: "sat " + version.Version, Site: cfg.Site.Kind,
 		Binding: cfg.Site.BindingDigest, Defect: cfg.Site.Defect, TimeScale: cfg.Site.TimeScale, Lockstep: cfg.Site.Lockstep, Shortened: cfg.Shortened,
 		Operator: cfg.Operator.Who(), Resumed: cfg.Resume, Cases: len(p.Cases)})
-	if !cfg.Resume {
+	if !written[PlanFile] {
 		if err := r.b.WriteFile(PlanFile, cfg.PlanBytes); err != nil {
 			return err
 		}
-		if len(cfg.Site.BindingText) > 0 {
-			if err := r.b.WriteFile(BindingFile, cfg.Site.BindingText); err != nil {
-				return err
-			}
+	}
+	if len(cfg.Site.BindingText) > 0 && !written[BindingFile] {
+		if err := r.b.WriteFile(BindingFile, cfg.Site.BindingText); err != nil {
+			return err
 		}
 	}
 	r.log.Info("run started", "plan_digest", digest, "cases", len(p.Cases), "site", cfg.Site.Kind,
-		"time_scale", cfg.Site.TimeScale, "resumed", cfg.Resume, "bundle", cfg.Dir)
-	return r.b.Sync()
+		"time_scale", cfg.Site.TimeScale, "resumed", cfg.Resume, "bundle", cfg.Dir, "signed", r.b.Signed())
+	return r.b.Seal()
 }
 
-// resume reopens the bundle and takes back the completed cases' results.
-func (r *Runner) resume(digest string) error {
-	old, err := os.ReadFile(filepath.Join(r.cfg.Dir, PlanFile))
+// resume reopens the bundle, once it verifies, and takes back the
+// completed cases' results. It returns the files the bundle already
+// holds (a bundle stopped in its first moments may not hold the plan).
+func (r *Runner) resume(digest string, opt evidence.Options) (map[string]bool, error) {
+	written := map[string]bool{}
+	accept := func(st *evidence.State) error {
+		if d, ok := st.Report.FileDigest(PlanFile); ok {
+			written[PlanFile] = true
+			if d != digest {
+				return fmt.Errorf("it ran plan %s, not this plan (%s): resume with the same plan", d, digest)
+			}
+		}
+		if d, ok := st.Report.FileDigest(BindingFile); ok {
+			written[BindingFile] = true
+			if r.cfg.Site.Kind == Bound && d != r.cfg.Site.BindingDigest {
+				return fmt.Errorf("it started with binding %s, this one is %s", short(d), short(r.cfg.Site.BindingDigest))
+			}
+		}
+		if st.RunStart != nil {
+			var first runStart
+			if err := json.Unmarshal(st.RunStart, &first); err != nil {
+				return fmt.Errorf("its run_start record: %w", err)
+			}
+			if err := r.sameSite(first); err != nil {
+				return err
+			}
+			if !first.Resumed {
+				r.res.Run.Started = st.Started
+			}
+		}
+		for _, ce := range st.Ends {
+			if _, ok := r.index[ce.Result.ID]; !ok {
+				return fmt.Errorf("it completed case %s, which the plan does not have", ce.Result.ID)
+			}
+		}
+		return nil
+	}
+	b, st, err := evidence.Resume(r.cfg.Dir, r.clk, opt, accept)
 	if err != nil {
-		return fmt.Errorf("cannot resume %s: %w", r.cfg.Dir, err)
-	}
-	if got := Digest(old); got != digest {
-		return fmt.Errorf("cannot resume %s: it ran plan %s, not this plan (%s): resume with the same plan", r.cfg.Dir, got, digest)
-	}
-	if first, err := firstRunStart(r.cfg.Dir); err != nil {
-		return fmt.Errorf("cannot resume %s: %w", r.cfg.Dir, err)
-	} else if err := r.sameSite(first); err != nil {
-		return fmt.Errorf("cannot resume %s: %w", r.cfg.Dir, err)
-	}
-	b, st, err := evidence.Resume(r.cfg.Dir, r.clk)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	r.b = b
-	r.res.Run.Resumes = 1
-	for _, rec := range st.Records {
-		switch rec.Kind {
-		case evidence.KindResume:
-			r.res.Run.Resumes++
-		case "run_start":
-			var rs runStart
-			if json.Unmarshal(rec.Data, &rs) == nil && !rs.Resumed {
-				r.res.Run.Started = rec.Time
-			}
-		case "case_end":
-			var ce caseEnd
-			dec := json.NewDecoder(bytes.NewReader(rec.Data))
-			if err := dec.Decode(&ce); err != nil {
-				return fmt.Errorf("cannot resume %s: case_end of %s (record %d): %w", r.cfg.Dir, rec.Case, rec.Seq, err)
-			}
-			i, ok := r.index[rec.Case]
-			if !ok {
-				return fmt.Errorf("cannot resume %s: it completed case %s, which the plan does not have", r.cfg.Dir, rec.Case)
-			}
-			r.res.Cases[i] = ce.Result
-			r.outcomes[rec.Case] = ce.Result.Outcome
-		}
+	r.res.Run.Resumes = st.Resumes + 1
+	for _, ce := range st.Ends {
+		i := r.index[ce.Result.ID]
+		r.res.Cases[i] = ce.Result
+		r.outcomes[ce.Result.ID] = ce.Result.Outcome
 	}
-	return nil
-}
-
-// firstRunStart reads the run_start record the bundle began with.
-func firstRunStart(dir string) (runStart, error) {
-	f, err := os.Open(filepath.Join(dir, evidence.JournalFile))
-	if err != nil {
-		return runStart{}, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var rec evidence.Record
-		var rs runStart
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Kind == "run_start" && json.Unmarshal(rec.Data, &rs) == nil {
-			return rs, nil
-		}
-	}
-	return runStart{}, fmt.Errorf("%s has no run_start record", evidence.JournalFile)
+	return written, nil
 }
 
 // sameSite refuses to resume a run on another site than it started on:

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/grade"
@@ -37,8 +35,10 @@ type Config struct {
 	// Terminal is set, plain lines otherwise; nil shows nothing.
 	Progress io.Writer
 	Terminal bool
-	// Signer, if set, signs the manifest (SSHSIG, namespace seam-evidence).
-	Signer ssh.Signer
+	// Signer, if set, seals the bundle at every case end, at the run's
+	// end and at least every minute, and signs the manifest (SSHSIG,
+	// namespace seam-evidence); nil writes an unsigned bundle.
+	Signer evidence.Signer
 	// ContractsDigest is the digest of the contracts the plan was checked
 	// against; Shortened says what the run shortened, for the evidence.
 	ContractsDigest string
@@ -225,7 +225,7 @@ func (r *Runner) finish() (*results.Results, error) {
 	r.log.Info("run finished", "outcome", r.res.Outcome, "pass", r.res.Counts.Pass, "fail", r.res.Counts.Fail, "error", r.res.Counts.Error)
 	r.closeLog()
 	_, err := r.b.Finish(evidence.Meta{ToolVersion: version.Version, PlanDigest: r.res.Plan.Digest,
-		ContractsDigest: r.cfg.ContractsDigest, BindingDigest: r.cfg.Site.BindingDigest, Outcome: r.res.Outcome}, r.cfg.Signer)
+		ContractsDigest: r.cfg.ContractsDigest, BindingDigest: r.cfg.Site.BindingDigest, Outcome: r.res.Outcome})
 	return r.res, err
 }
 
@@ -237,7 +237,7 @@ func (r *Runner) writeResults() error {
 	if err := r.b.WriteFile(evidence.ResultsFile, raw); err != nil {
 		return err
 	}
-	return r.b.Sync()
+	return r.b.Seal()
 }
 
 // fillNotRun gives every case without a result a SKIPPED one.

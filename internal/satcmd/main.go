@@ -13,6 +13,11 @@ var program = &cli.Program{
 	Name:  "sat",
 	About: "sat runs seam test plans against a site or the simulated site.",
 	Exits: "0 all passed, 1 the tool failed, 2 a test failed, 3 aborted.",
+	// run bounds its own CUE evaluations (the binding, the simulator's
+	// inputs); the evidence commands evaluate no CUE; sim and probe
+	// --watch run for long, under the memory budget only
+	NoBudget:     map[string]bool{"run": true, "verify": true, "report": true, "compare": true, "sign-off": true, "attach": true},
+	NoTimeBudget: map[string]bool{"sim": true, "probe": true},
 }
 
 // register adds a subcommand; each file registers its own in init.

@@ -33,8 +33,8 @@ var reportFormats = []struct {
 	{"md", "summary.md", report.Markdown},
 }
 
-const reportHelp = `Reads the evidence bundle DIR alone, verifies it (hash chain, samples,
-manifest, signature), re-grades every check from the raw samples and
+const reportHelp = `Reads the evidence bundle DIR alone with the reader sat verify uses
+(the same checks, the same re-grade: the two cannot disagree), and
 writes the reports to --out (default DIR/report). Exit 0: the reports
 are written and the evidence is intact; 2: they are written, but the
 bundle does not verify or a recorded verdict does not re-grade; 1: no
@@ -44,7 +44,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("DIR [--format html,junit,csv,md] [--out DIR|-] [--trust authorized_keys]", flag.ContinueOnError)
 	formats := fs.String("format", "html,junit,csv,md", "comma-separated: html, junit, csv, md")
 	out := fs.String("out", "", "directory to write to (default DIR/report); - writes the one format asked for to stdout")
-	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format) allowed to sign the manifest; the manifest must be signed (as sat verify --trust)")
+	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format): only their signatures count, and they must cover everything (as sat verify --trust)")
 	buckets := fs.Int("plot-intervals", report.DefaultBuckets, "intervals per plot whose first, lowest, highest and last samples are drawn")
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 1 {

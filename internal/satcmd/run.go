@@ -15,13 +15,11 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
 	"github.com/seamdc/seam/internal/runner"
-	"github.com/seamdc/seam/internal/sign"
 )
 
 func init() {
@@ -32,17 +30,28 @@ const runHelp = `Runs a compiled plan (contractc compile) against a real site th
 binding (--site), or against the simulated site (--sim), and writes a
 tamper-evident evidence bundle to --out: journal.jsonl (hash-chained),
 samples.csv, results.json, the plan, the binding, run.log and
-manifest.json (optionally signed with --sign-key).
+manifest.json.
 
-Before anything is energised sat refuses a stale plan, preflights every
+A run on a site is signed: --sign-key KEY (an OpenSSH private key file,
+or KEY.pub whose private key ssh-agent holds, a hardware key included)
+seals the journal at every case end, at the run's end and at least
+every minute, and signs the manifest; --unsigned is for a dry run, whose
+bundle only shows it was not damaged by accident. A simulated run is
+unsigned unless --sign-key is given.
+
+Before anything is energised sat refuses a stale plan (checked by
+hashing the contract files it names, without compiling), preflights every
 channel and load bank, and needs explicit risk acceptance:
 --accept-risk=energize, or a yes typed at a terminal (--sim implies it).
 Interlocks abort the run on any safety channel out of limits or silent;
 the first Ctrl-C zeroes every load bank gracefully (confirmed by
 read-back), the second writes 0 at once and exits.
 
-Resume an aborted or killed run with --resume DIR: it continues after the
-last completed case, with the journal's chain intact.
+Resume an aborted or killed run with --resume DIR: the bundle is
+verified first (a damaged, finished or foreign bundle is refused, with
+the reason), cut back to its last (signed) checkpoint, and the run
+continues after the last completed case, with the journal's chain
+intact. A signed bundle resumes signed, an unsigned one unsigned.
 
 Exit codes: 0 all passed, 2 a test failed, 3 aborted, 1 the tool failed
 (including ERROR cases: a harness or device problem, not a product one).`
@@ -50,9 +59,10 @@ Exit codes: 0 all passed, 2 a test failed, 3 aborted, 1 the tool failed
 type runFlags struct {
 	site, out, resume, contracts, fixtures string
 	simConfig                              string
-	defect, accept, operator, signKey      string
-	control, passEnv                       string
-	simulate, verbose                      bool
+	defect, accept, operator               string
+	control                                string
+	key                                    keyFlags
+	simulate, verbose, unsigned            bool
 	scale                                  scaleFlag
 }
 
@@ -111,7 +121,7 @@ type control struct {
 }
 
 func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
-	fs := flag.NewFlagSet("PLAN (--site BINDING | --sim [--defect NAME]) --out DIR | --resume DIR", flag.ContinueOnError)
+	fs := flag.NewFlagSet("PLAN (--site BINDING (--sign-key KEY | --unsigned) | --sim [--defect NAME]) --out DIR | --resume DIR", flag.ContinueOnError)
 	var f runFlags
 	fs.StringVar(&f.site, "site", "", "the site binding directory of a real site")
 	fs.BoolVar(&f.simulate, "sim", false, "run against the simulated site, in process (implies risk acceptance)")
@@ -125,8 +135,9 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	fs.StringVar(&f.simConfig, "sim-config", "", "with --sim: the sim config directory (default FIXTURES/sim/<site>)")
 	fs.StringVar(&f.accept, "accept-risk", "", "energize: accept the risk of energising without an interactive yes")
 	fs.StringVar(&f.operator, "operator", "", "who operates the run (default $USER)")
-	fs.StringVar(&f.signKey, "sign-key", "", "sign the manifest with this SSH private key")
-	fs.StringVar(&f.passEnv, "passphrase-env", "", "environment variable holding the signing key's passphrase")
+	fs.StringVar(&f.key.key, "sign-key", "", "sign the evidence with this SSH key: a private key file, or KEY.pub held by ssh-agent (required on a site, unless --unsigned)")
+	fs.StringVar(&f.key.passEnv, "passphrase-env", "", "environment variable holding the signing key's passphrase")
+	fs.BoolVar(&f.unsigned, "unsigned", false, "a dry run on a site: write an unsigned bundle (its hashes detect accidents, not a deliberate edit)")
 	fs.BoolVar(&f.verbose, "v", false, "log to stderr at info level")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -154,6 +165,10 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 		err = cli.Usagef("--time-scale max needs --sim: a simulator in another process runs at a time scale of its own")
 	case f.simulate && f.control != "":
 		err = cli.Usagef("--sim-control is for a simulator in another process, with --site")
+	case f.unsigned && f.key.key != "":
+		err = cli.Usagef("give one of --sign-key and --unsigned")
+	case !f.simulate && !f.unsigned && f.key.key == "":
+		err = cli.Usagef("a run on a site is signed: give --sign-key KEY (a key file, or KEY.pub held by ssh-agent), or --unsigned for a dry run")
 	}
 	if f.simulate && !f.scale.set {
 		f.scale = scaleFlag{set: true, k: 1}
@@ -188,13 +203,15 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 	if err != nil {
 		return fail(stderr, "run", fs, err)
 	}
-	contractsDigest, err := runner.CheckPlan(p, raw, contracts)
+	contractsDigest, err := runner.CheckPlan(p, contracts)
 	if err != nil {
 		return fail(stderr, "run", fs, fmt.Errorf("%s: %w", planPath, err))
 	}
-	signer, err := loadSigner(f, lookupEnv)
-	if err != nil {
-		return fail(stderr, "run", fs, err)
+	var signer evidence.Signer
+	if f.key.key != "" {
+		if signer, _, err = evidenceSigner(f.key, lookupEnv); err != nil {
+			return fail(stderr, "run", fs, err)
+		}
 	}
 	env, err := openSite(ctx, f, p, b, dir, lookupEnv, log)
 	if err != nil {
@@ -235,21 +252,6 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 	}
 	summarize(stdout, res, dir)
 	return runner.ExitCode(res)
-}
-
-func loadSigner(f runFlags, lookupEnv func(string) (string, bool)) (ssh.Signer, error) {
-	if f.signKey == "" {
-		return nil, nil
-	}
-	var pass []byte
-	if f.passEnv != "" {
-		v, ok := lookupEnv(f.passEnv)
-		if !ok {
-			return nil, fmt.Errorf("--passphrase-env: %s is not set", f.passEnv)
-		}
-		pass = []byte(v)
-	}
-	return sign.LoadSigner(f.signKey, pass)
 }
 
 func stderrLog(w io.Writer, verbose bool) *slog.Logger {

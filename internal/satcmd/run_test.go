@@ -182,7 +182,8 @@ func TestSimulatedPlansPass(t *testing.T) {
 			}
 			code, vout, _ = sat(t, "verify", out, "--trust", trusted)
 			assert.Equal(t, 0, code, vout)
-			assert.Contains(t, vout, "signature: manifest signed by SHA256:")
+			assert.Regexp(t, `^signed by SHA256:\S+ \(simulator\) up to record (\d+) of \d+: the whole run, to its end\n`, vout)
+			assert.Contains(t, vout, "signature: manifest.json.sig by SHA256:")
 			code, vout, _ = sat(t, "verify", out, "--trust", other)
 			assert.Equal(t, 2, code, vout)
 			assert.Contains(t, vout, "which is not among the trusted keys")
@@ -442,8 +443,9 @@ func TestKillNineThenResume(t *testing.T) {
 			dropped <- now
 		}
 	})
+	key, trust := sshKey(t)
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "run", p, "--out", out, "--site", bind, "--accept-risk=energize")
+	cmd := exec.Command(bin, "run", p, "--out", out, "--site", bind, "--accept-risk=energize", "--sign-key", key)
 	cmd.Env, cmd.Stderr = env, &stderr
 	require.NoError(t, cmd.Start())
 	var load float64
@@ -473,14 +475,15 @@ func TestKillNineThenResume(t *testing.T) {
 	code, vout, _ := sat(t, "verify", out)
 	require.Equal(t, 0, code, vout)
 	assert.Contains(t, vout, "run: not finished (no manifest): verified up to its last checkpoint")
+	assert.Regexp(t, `^signed by SHA256:\S+ \(\S+\) up to record \d+ of \d+`, vout)
 
-	code, rout, rerr := sat(t, "run", "--resume", out, "--sim", "--time-scale", "max", "--contracts", exampleDir, "--fixtures", fixturesDir)
+	code, rout, rerr := sat(t, "run", "--resume", out, "--sim", "--time-scale", "max", "--contracts", exampleDir, "--fixtures", fixturesDir, "--sign-key", key)
 	require.Equal(t, 0, code, "%s\n%s", rout, rerr)
 	assert.Contains(t, rout, "passed: 9 passed, 0 failed, 0 errors, 0 aborted, 0 skipped")
 	res, err := results.Read(filepath.Join(out, evidence.ResultsFile))
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Run.Resumes)
-	code, vout, _ = sat(t, "verify", out)
+	code, vout, _ = sat(t, "verify", out, "--trust", trust)
 	require.Equal(t, 0, code, vout)
 	assert.Contains(t, vout, "run: finished (manifest present)")
 }

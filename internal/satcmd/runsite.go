@@ -1,9 +1,7 @@
 package satcmd
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/bindreq"
+	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/evidence"
@@ -52,6 +52,27 @@ func (e *siteEnv) report(log *slog.Logger) {
 	}
 }
 
+// loadBinding loads a site binding and checks it covers the contracts it
+// names (internal/bindreq reads them: the device layer does not), under
+// the CUE budget.
+func loadBinding(dir string) (*binding.Binding, diag.List, error) {
+	stop, err := guardCUE(dir, os.LookupEnv)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stop()
+	return bindreq.Load(dir)
+}
+
+// guardCUE bounds a CUE evaluation of dir by the budget (cli.Guard).
+func guardCUE(dir string, lookupEnv func(string) (string, bool)) (func(), error) {
+	b, err := cli.BudgetFromEnv(lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	return cli.Guard(os.Stderr, "sat", "the CUE in "+dir, b), nil
+}
+
 // siteInputs loads the binding of a real site and finds the contract
 // directory the plan is checked against: --contracts, else the
 // binding's, else contracts/examples/<site> for the simulated site.
@@ -62,7 +83,7 @@ func siteInputs(f runFlags, p *plan.Plan) (*binding.Binding, string, error) {
 		}
 		return nil, filepath.Join("contracts", "examples", p.Header.Site), nil
 	}
-	b, diags, err := binding.Load(f.site)
+	b, diags, err := loadBinding(f.site)
 	if err != nil {
 		return nil, "", err
 	}
@@ -93,12 +114,17 @@ func openSim(f runFlags, p *plan.Plan, dir string, lookupEnv func(string) (strin
 	_, contracts, _ := siteInputs(f, p)
 	epoch := time.Now()
 	if f.resume != "" {
-		if last, err := lastRecordTime(dir); err == nil && !last.Before(epoch) {
+		if last, err := evidence.LastTime(dir); err == nil && !last.Before(epoch) {
 			epoch = last.Add(time.Second) // site time never goes back within a bundle
 		}
 	}
 	secrets := sim.SecretsFrom(lookupEnv)
+	stop, err := guardCUE(contracts, lookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	o, diags, err := sim.Open(sim.Paths{Contracts: contracts, Fixtures: f.fixtures, Config: f.simConfig}, f.defect, secrets, epoch, log)
+	stop()
 	if err == nil && diags.Count(diag.Error) > 0 {
 		err = fmt.Errorf("the simulator's inputs have %d error(s): %s", diags.Count(diag.Error), diags.Sorted()[0].Message)
 	}
@@ -251,25 +277,6 @@ func bindingSource(dir string) ([]byte, error) {
 		out = append(out, b...)
 	}
 	return out, nil
-}
-
-// lastRecordTime is the time of the last complete journal record.
-func lastRecordTime(dir string) (time.Time, error) {
-	f, err := os.Open(filepath.Join(dir, evidence.JournalFile))
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer f.Close()
-	var last time.Time
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var r evidence.Record
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Time.After(last) {
-			last = r.Time
-		}
-	}
-	return last, sc.Err()
 }
 
 type simFaults struct{ s *sim.Site }

@@ -1,39 +1,45 @@
 package satcmd
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"sort"
+	"strings"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/evidence"
-	"github.com/seamdc/seam/internal/results"
-	"github.com/seamdc/seam/internal/runner"
 )
 
 func init() {
-	register("verify", "check an evidence bundle: chain, digests, signature, verdicts", runVerify)
+	register("verify", "check an evidence bundle: chain, samples, files, signatures, verdicts", runVerify)
 }
 
-const verifyHelp = `Checks an evidence bundle written by sat run: the journal's hash chain,
-the samples against every checkpoint, for a finished run the manifest's
-digests and its signature (--trust KEYS: only these keys may sign), the
-results against their schema and the journal, and every verdict
-re-graded from the raw samples. A run that was killed or aborted
-verifies up to its last checkpoint.
+const verifyHelp = `Checks an evidence bundle written by sat run, with the one reader sat
+report uses too (internal/evidence): the journal's hash chain over the
+exact bytes written, the samples against every checkpoint, every file
+against the journal's record of it, every seal and signature, the
+manifest of a finished run, results.json against its schema and the
+journal, every signed amendment after the run, and every verdict
+re-graded from the raw samples. The first line says whether the bundle
+is signed, by whom, and up to where.
+
+Without --trust, a signature that is there must verify, and an
+unfinished run (killed, aborted) verifies up to its last checkpoint;
+an unsigned bundle verifies too, but its hashes only show it was not
+damaged by accident. With --trust KEYS (authorized_keys format: the
+run's engineer, the witness, whoever signs), everything must be covered
+by a trusted signature: a run cut short, a tail after the last seal, a
+missing manifest or an untrusted amendment is a problem.
 
 Exit codes: 0 intact, 2 problems found, 1 the bundle cannot be read.`
 
 func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("DIR [--trust authorized_keys]", flag.ContinueOnError)
-	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format) allowed to sign the manifest; the manifest must be signed")
+	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format): only their signatures count, and they must cover everything")
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 1 {
 		err = cli.Usagef("want one evidence directory, got %d arguments", len(pos))
@@ -51,38 +57,12 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "verify", fs, err)
 		}
 	}
-	if st, err := os.Stat(filepath.Join(dir, evidence.JournalFile)); err != nil || st.IsDir() {
-		return fail(stderr, "verify", fs, fmt.Errorf("%s is not an evidence bundle: no %s", dir, evidence.JournalFile))
-	}
-	rep, err := evidence.Verify(dir, keys)
+	rep, err := evidence.Audit(dir, evidence.AuditOptions{Trusted: keys})
 	if err != nil {
 		return fail(stderr, "verify", fs, err)
 	}
-	problems := rep.Problems
-	chainOK := len(problems) == 0
-	fmt.Fprintf(stdout, "journal: %d records, %d cases completed\n", rep.Records, rep.Cases)
-	if rep.Complete {
-		fmt.Fprintln(stdout, "run: finished (manifest present)")
-	} else {
-		fmt.Fprintf(stdout, "run: not finished (no manifest): verified up to its last checkpoint; %d sample bytes after it are unverified\n", rep.Unverified)
-	}
-	switch {
-	case rep.Signed:
-		fmt.Fprintf(stdout, "signature: manifest signed by %s\n", rep.SignedBy)
-	case rep.Complete:
-		fmt.Fprintln(stdout, "signature: none")
-	}
-	problems = append(problems, checkResults(dir)...)
-	if chainOK {
-		rg, err := runner.Regrade(dir)
-		if err != nil {
-			problems = append(problems, "re-grading: "+err.Error())
-		} else {
-			fmt.Fprintf(stdout, "verdicts: %d checks of %d cases re-graded from the raw samples\n", rg.Checks, rg.Cases)
-			problems = append(problems, rg.Mismatches...)
-		}
-	}
-	if len(problems) > 0 {
+	printAudit(stdout, rep)
+	if problems := rep.All(); len(problems) > 0 {
 		fmt.Fprintf(stdout, "FAILED: %d problem(s):\n", len(problems))
 		for _, p := range problems {
 			fmt.Fprintf(stdout, "  %s\n", p)
@@ -93,73 +73,94 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	return cli.ExitOK
 }
 
-// checkResults checks results.json, if the run wrote one: its schema,
-// and its digest against the journal's last record of it (a manifest
-// covers it too once the run finished).
-func checkResults(dir string) []string {
-	path := filepath.Join(dir, evidence.ResultsFile)
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var out []string
-	if _, err := results.Decode(raw); err != nil {
-		out = append(out, fmt.Sprintf("%s: %v", evidence.ResultsFile, err))
-	}
-	want, err := lastFileDigest(dir, evidence.ResultsFile)
+// printAudit writes what an audit found, first whether the bundle is
+// signed, by whom and up to where.
+func printAudit(w io.Writer, rep *evidence.Report) {
+	fmt.Fprintln(w, rep.Describe())
+	fmt.Fprintf(w, "journal: %d records, %d cases completed\n", rep.Records, rep.Cases)
 	switch {
-	case err != nil:
-		out = append(out, err.Error())
-	case want == "":
-		out = append(out, fmt.Sprintf("%s: the journal never recorded it: it was added", evidence.ResultsFile))
-	case want != runner.Digest(raw):
-		out = append(out, fmt.Sprintf("%s: digest %s, the journal recorded %s: the file was altered", evidence.ResultsFile, runner.Digest(raw), want))
+	case rep.Complete && rep.Manifest != nil:
+		fmt.Fprintln(w, "run: finished (manifest present)")
+	case rep.Complete:
+		fmt.Fprintln(w, "run: finished (run_end recorded), but its manifest is missing")
+	case rep.Stopped:
+		fmt.Fprintf(w, "run: stopped before its end (results recorded, no run_end): resumable; %d sample bytes after its last checkpoint are unverified\n", rep.Unverified)
+	default:
+		fmt.Fprintf(w, "run: not finished (no manifest): verified up to its last checkpoint; %d sample bytes after it are unverified\n", rep.Unverified)
 	}
-	return out
+	printSignatures(w, rep)
+	for _, s := range rep.Segments {
+		fmt.Fprintf(w, "amendment %d (records %d–%d): %s (%s) by %s", s.N, s.First, s.Last, s.Purpose, s.Role, s.By)
+		if s.Seal != nil {
+			fmt.Fprintf(w, ", key %s, %s", s.Seal.Key, s.Seal.At.UTC().Format("2006-01-02T15:04:05Z"))
+		}
+		if s.Note != "" {
+			fmt.Fprintf(w, ": %q", s.Note)
+		}
+		fmt.Fprintf(w, "; signs manifest %s", shortDigest(s.Manifest))
+		if len(s.Adds) > 0 {
+			fmt.Fprintf(w, "; adds %s", strings.Join(s.Adds, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	if rep.Regraded > 0 {
+		fmt.Fprintf(w, "verdicts: %d checks of %d cases re-graded from the raw samples\n", rep.Checks, rep.Regraded)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 }
 
-// lastFileDigest is the digest of the last "file" record naming name.
-func lastFileDigest(dir, name string) (string, error) {
-	f, err := os.Open(filepath.Join(dir, evidence.JournalFile))
-	if err != nil {
-		return "", err
+// printSignatures lists the run's seals by key, and the manifest's
+// signature.
+func printSignatures(w io.Writer, rep *evidence.Report) {
+	type group struct {
+		key, role, by string
+		n             int
+		last          int64
+		trusted       bool
 	}
-	defer f.Close()
-	digest := ""
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var r evidence.Record
-		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Kind != "file" {
+	groups := map[string]*group{}
+	var order []string
+	for _, s := range rep.Signatures {
+		if s.Segment != 0 || s.Key == "" {
 			continue
 		}
-		var d struct{ Name, Digest string }
-		if json.Unmarshal(r.Data, &d) == nil && d.Name == name {
-			digest = d.Digest
+		id := s.Key + "|" + s.Role + "|" + s.By
+		g := groups[id]
+		if g == nil {
+			g = &group{key: s.Key, role: s.Role, by: s.By, trusted: s.Trusted}
+			groups[id] = g
+			order = append(order, id)
 		}
+		g.n++
+		g.last = max(g.last, s.Covers)
 	}
-	return digest, sc.Err()
+	sort.Strings(order)
+	for _, id := range order {
+		g := groups[id]
+		what := fmt.Sprintf("%d seal(s)", g.n)
+		if g.role == "manifest" {
+			what = evidence.SignatureFile
+		}
+		who := g.key
+		if g.by != "" {
+			who += " (" + g.by + ")"
+		}
+		trust := ""
+		if !g.trusted {
+			trust = ", NOT TRUSTED"
+		}
+		fmt.Fprintf(w, "signature: %s by %s, covering up to record %d%s\n", what, who, g.last, trust)
+	}
+	if rep.SealsNotListed > 0 {
+		fmt.Fprintf(w, "signature: and %d more seals, not counted above\n", rep.SealsNotListed)
+	}
 }
 
-func readKeys(path string) ([]ssh.PublicKey, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19] + "…"
 	}
-	var keys []ssh.PublicKey
-	for len(raw) > 0 {
-		k, _, _, rest, err := ssh.ParseAuthorizedKey(raw)
-		if err != nil {
-			break
-		}
-		keys = append(keys, k)
-		raw = rest
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%s: no SSH public key in it", path)
-	}
-	return keys, nil
+	return d
 }

@@ -42,6 +42,9 @@ type Options struct {
 	Scale  float64
 	Defect string
 	Signer ssh.Signer
+	// Unfinished leaves the bundle as an aborted run does: results
+	// written, no run_end and no manifest.
+	Unfinished bool
 	// Noise adds this many extra channels sampled with every case, to
 	// grow the samples for benchmarks.
 	Noise int
@@ -65,7 +68,11 @@ func ReadPlan(path string) (*plan.Plan, []byte, error) {
 func Write(dir string, p *plan.Plan, raw []byte, opt Options) (*results.Results, error) {
 	opt = defaults(opt)
 	clk := clock.NewFake(opt.Start)
-	b, err := evidence.Create(dir, clk)
+	var eo evidence.Options
+	if opt.Signer != nil {
+		eo = evidence.Options{Signer: evidence.SSHSigner(opt.Signer), By: "simulator"}
+	}
+	b, err := evidence.Create(dir, clk, eo)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +98,7 @@ func Write(dir string, p *plan.Plan, raw []byte, opt Options) (*results.Results,
 	ended := clk.Now()
 	res.Run.Ended = &ended
 	res.Summarize()
-	if err := finish(b, res, raw, opt.Signer); err != nil {
+	if err := finish(b, res, raw, opt.Unfinished); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -110,7 +117,7 @@ func defaults(opt Options) Options {
 	return opt
 }
 
-func finish(b *evidence.Bundle, res *results.Results, raw []byte, signer ssh.Signer) error {
+func finish(b *evidence.Bundle, res *results.Results, raw []byte, unfinished bool) error {
 	if err := b.WriteFile("plan.json", raw); err != nil {
 		return err
 	}
@@ -121,8 +128,11 @@ func finish(b *evidence.Bundle, res *results.Results, raw []byte, signer ssh.Sig
 	if err := b.WriteFile(evidence.ResultsFile, enc); err != nil {
 		return err
 	}
+	if unfinished {
+		return b.Close()
+	}
 	_, err = b.Finish(evidence.Meta{ToolVersion: version.Version, PlanDigest: res.Plan.Digest,
-		ContractsDigest: res.Plan.Contracts, Outcome: res.Outcome}, signer)
+		ContractsDigest: res.Plan.Contracts, Outcome: res.Outcome})
 	return err
 }
 
@@ -175,10 +185,10 @@ func runCase(b *evidence.Bundle, clk *clock.Fake, m *model, p *plan.Plan, c *pla
 	}
 	// as internal/runner writes it: the result, the grading timeline and
 	// the bytes of samples.csv the case wrote
-	if _, err := b.Append("case_end", c.ID, map[string]any{"result": rc, "timeline": tl, "samples": [2]int64{from, to}}); err != nil {
+	if _, err := b.Append(evidence.KindCaseEnd, c.ID, evidence.CaseEnd{Result: rc, Timeline: &tl, Samples: [2]int64{from, to}}); err != nil {
 		return results.Case{}, err
 	}
-	return rc, b.Sync()
+	return rc, b.Seal()
 }
 
 // samplesSize syncs the bundle and returns the length of samples.csv.

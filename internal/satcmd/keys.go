@@ -1,0 +1,99 @@
+package satcmd
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/sign"
+)
+
+// keyFlags are how a command is told to sign: --sign-key (or --key) and
+// --passphrase-env.
+type keyFlags struct {
+	key, passEnv string
+}
+
+// evidenceSigner loads what signs evidence. KEY is an OpenSSH private
+// key file (encrypted ones with --passphrase-env), or a public key file
+// (KEY.pub) whose private key ssh-agent holds (SSH_AUTH_SOCK): a
+// hardware key in the agent (PKCS#11, FIDO) signs that way. It returns
+// the signer and its key's fingerprint.
+func evidenceSigner(k keyFlags, lookupEnv func(string) (string, bool)) (evidence.Signer, string, error) {
+	raw, err := os.ReadFile(k.key)
+	if err != nil {
+		return nil, "", fmt.Errorf("signing key: %w", err)
+	}
+	if pub, _, _, _, err := ssh.ParseAuthorizedKey(raw); err == nil {
+		s, err := agentSigner(pub, lookupEnv)
+		if err != nil {
+			return nil, "", fmt.Errorf("signing key %s is a public key, so ssh-agent must hold its private key: %w", k.key, err)
+		}
+		return evidence.SSHSigner(s), ssh.FingerprintSHA256(pub), nil
+	}
+	var pass []byte
+	if k.passEnv != "" {
+		v, ok := lookupEnv(k.passEnv)
+		if !ok {
+			return nil, "", fmt.Errorf("--passphrase-env: %s is not set", k.passEnv)
+		}
+		pass = []byte(v)
+	}
+	s, err := sign.LoadSigner(k.key, pass)
+	if err != nil {
+		return nil, "", err
+	}
+	return evidence.SSHSigner(s), ssh.FingerprintSHA256(s.PublicKey()), nil
+}
+
+// agentSigner finds pub among the keys of the ssh-agent at
+// SSH_AUTH_SOCK. The connection stays open while the process lives.
+func agentSigner(pub ssh.PublicKey, lookupEnv func(string) (string, bool)) (ssh.Signer, error) {
+	sock, ok := lookupEnv("SSH_AUTH_SOCK")
+	if !ok || sock == "" {
+		return nil, errors.New("SSH_AUTH_SOCK is not set (start ssh-agent and ssh-add the key, or give the private key file)")
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("ssh-agent at %s: %w", sock, err)
+	}
+	signers, err := agent.NewClient(conn).Signers()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ssh-agent at %s: %w", sock, err)
+	}
+	for _, s := range signers {
+		if bytes.Equal(s.PublicKey().Marshal(), pub.Marshal()) {
+			return s, nil
+		}
+	}
+	conn.Close()
+	return nil, fmt.Errorf("ssh-agent at %s does not hold %s (ssh-add it)", sock, ssh.FingerprintSHA256(pub))
+}
+
+// readKeys reads an authorized_keys-format file of trusted keys.
+func readKeys(path string) ([]ssh.PublicKey, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys []ssh.PublicKey
+	for len(raw) > 0 {
+		k, _, _, rest, err := ssh.ParseAuthorizedKey(raw)
+		if err != nil {
+			break
+		}
+		keys = append(keys, k)
+		raw = rest
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: no SSH public key in it", path)
+	}
+	return keys, nil
+}
