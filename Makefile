@@ -39,6 +39,10 @@ demo: build
 	./bin/contractc topology $(EXAMPLE) -o $(OUT)/topology.conf
 	./bin/contractc topology $(EXAMPLE) --format slurm-block -o $(OUT)/topology-block.conf
 	./bin/contractc topology $(EXAMPLE) --format k8s -o $(OUT)/nodes.yaml
+	@echo; echo "== contractc domains $(EXAMPLE)"
+	./bin/contractc domains $(EXAMPLE)
+	@echo; echo "== contractc maintenance $(EXAMPLE)"
+	./bin/contractc maintenance $(EXAMPLE) --tz UTC
 	@# the example's SAT and IST plans against the simulated site, holds
 	@# capped at $(DEMO_HOLD) (the evidence records it); every bundle is
 	@# verified and reported, passed or not, and make fails at the end
@@ -68,7 +72,7 @@ demo: build
 # number of times; the whole table takes a few minutes.
 BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal/diff ./internal/sign \
 	./internal/probe ./internal/sim ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
-	./internal/redfish ./internal/topology
+	./internal/redfish ./internal/topology ./internal/domains
 bench: build
 	@mkdir -p $(OUT)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt

@@ -27,6 +27,9 @@ func rules() map[string]string {
 	for k, v := range inventory.Rules {
 		out[k] = v
 	}
+	for k, v := range operateRules {
+		out[k] = v
+	}
 	return out
 }
 
@@ -248,6 +251,7 @@ func Check(c *Contracts) diag.List {
 	g, gd := c.Graph()
 	diags = append(diags, gd...)
 	diags = append(diags, inventory.Check(g)...)
+	diags = append(diags, checkOperate(c, idx, func(name string) bool { _, ok := g.Find(name); return ok })...)
 	return diags
 }
 
