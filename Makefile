@@ -11,7 +11,7 @@ DEMO_SCALE ?= max
 # more flags for sat run, e.g. DEMO_RUN_FLAGS="--defect p1-slow-recovery"
 DEMO_RUN_FLAGS ?=
 
-.PHONY: build test demo bench lint fmt clean
+.PHONY: build test demo bench fuzz lint fmt clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -81,6 +81,18 @@ bench: build
 	cd hack/cue && $(GO) build -o $(abspath $(OUT))/cue cuelang.org/go/cmd/cue
 	$(GO) run ./hack/ratios -cue $(OUT)/cue -contractc bin/contractc -bench $(OUT)/bench.txt | tee -a $(OUT)/bench.txt
 	@echo "benchmarks written to $(OUT)/bench.txt"
+
+# make fuzz: each fuzz target for FUZZTIME (go test runs their seeds in
+# testdata/fuzz on every make test; this searches for new inputs)
+FUZZTIME ?= 1m
+FUZZ_TARGETS := ./internal/plan:FuzzDecode ./internal/evidence:FuzzJournal ./internal/evidence:FuzzSamples \
+	./internal/evidence:FuzzAudit ./internal/profile:FuzzRegisterCodec ./internal/profile:FuzzSNMPCodec \
+	./internal/compile:FuzzContractLoad
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "== $$name in $$pkg for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

@@ -16,6 +16,7 @@ import (
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/plan"
+	"github.com/seamdc/seam/internal/sitegen"
 )
 
 // TestOneToleranceChangesExactlyItsChecks changes one tolerance of the
@@ -382,4 +383,19 @@ func TestEveryNumberIsSigned(t *testing.T) {
 	require.Equal(t, 427.45, *k.Max)
 	require.Equal(t, "V", k.Unit)
 	require.Equal(t, "3 %", p.Sources[fmt.Sprintf("%s.guarantee.tolerance", c.Clause.Path)].Value)
+}
+
+// A generated multi-module site compiles at every level into a plan a
+// reader accepts (compileDir decodes it against the schema).
+func TestGeneratedSiteCompilesToAReadablePlan(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, sitegen.Write(dir, 3))
+	p, _, diags := compileDir(t, dir, compile.Options{Level: plan.All})
+	require.Zero(t, diags.Count(diag.Error), "%v", diags)
+	require.NotEmpty(t, p.Cases)
+	levels := map[string]int{}
+	for _, c := range p.Cases {
+		levels[string(c.Level)]++
+	}
+	require.Len(t, levels, 3, "cases at fat, sat and ist: %v", levels)
 }

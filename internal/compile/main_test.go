@@ -47,7 +47,9 @@ func edit(t *testing.T, dir, file, old, new string) {
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
 }
 
-// compileDir compiles dir and requires a plan that encodes.
+// compileDir compiles dir and requires a plan that encodes and that a
+// reader decodes: schema, strict fields and digest (Encode itself checks
+// only Validate).
 func compileDir(t *testing.T, dir string, opt compile.Options) (*plan.Plan, []byte, diag.List) {
 	t.Helper()
 	if opt.Level == "" {
@@ -58,5 +60,8 @@ func compileDir(t *testing.T, dir string, opt compile.Options) (*plan.Plan, []by
 	require.NotNil(t, p, "no plan: %v", diags)
 	b, err := plan.Encode(p)
 	require.NoError(t, err)
+	back, err := plan.Decode(b)
+	require.NoError(t, err, "the compiled plan does not read back")
+	require.NoError(t, plan.CheckDigest(back))
 	return p, b, diags
 }

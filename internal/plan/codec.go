@@ -51,23 +51,58 @@ var compiled = sync.OnceValues(func() (schemas, error) {
 
 // Encode returns the plan's bytes: canonical JSON (keys sorted, numbers
 // in their shortest form, no HTML escaping) indented by two spaces, with
-// a final newline. It reads what it wrote back as a reader would, and
-// refuses to return a plan that does not read back. It fills
-// p.Header.Digest with the plan's content digest (ContentDigest).
+// a final newline. It fills p.Header.Digest with the plan's content
+// digest (ContentDigest) and refuses a plan that Validate refuses.
+//
+// The plan is encoded once: the digest is taken over the bytes with an
+// empty header digest, then written into them. What a reader's Decode
+// adds to Validate (the JSON Schema, strict field names) is not checked
+// here, as it costs more than the compile: the compiler's tests and
+// fuzz target decode every plan they compile.
 func Encode(p *Plan) ([]byte, error) {
-	d, err := ContentDigest(p)
+	if err := Validate(p); err != nil {
+		return nil, fmt.Errorf("plan: the compiled plan is not valid: %w", err)
+	}
+	q := *p
+	q.Header.Digest = ""
+	b, err := encode(&q)
+	if err != nil {
+		return nil, err
+	}
+	d := digestOf(b)
+	out, err := withDigest(b, d)
 	if err != nil {
 		return nil, err
 	}
 	p.Header.Digest = d
-	b, err := encode(p)
-	if err != nil {
-		return nil, err
+	return out, nil
+}
+
+// withDigest writes d into the header's empty digest of b, an encoded
+// plan: the top-level "header" object's own "digest" member, found by
+// its indentation (two spaces for the plan's keys, four for the
+// header's), so a digest elsewhere in the plan is never touched.
+func withDigest(b []byte, d string) ([]byte, error) {
+	h := bytes.Index(b, []byte("\n  \"header\": {\n"))
+	if h < 0 {
+		return nil, errors.New("plan: encoded plan has no header")
 	}
-	if _, err := Decode(b); err != nil {
-		return nil, fmt.Errorf("plan: the written plan does not read back: %w", err)
+	end := bytes.Index(b[h+1:], []byte("\n  }"))
+	empty := []byte("\n    \"digest\": \"\"")
+	i := bytes.Index(b[h:], empty)
+	if end < 0 || i < 0 || i > end+1 {
+		return nil, errors.New("plan: encoded header has no digest")
 	}
-	return b, nil
+	at := h + i + len(empty) - 1 // the closing quote of ""
+	out := make([]byte, 0, len(b)+len(d))
+	out = append(out, b[:at]...)
+	out = append(out, d...)
+	return append(out, b[at:]...), nil
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // ContentDigest is the sha256 of the plan's bytes as Encode writes them
@@ -79,8 +114,7 @@ func ContentDigest(p *Plan) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return digestOf(b), nil
 }
 
 // CheckDigest refuses a plan whose content does not match its

@@ -235,7 +235,7 @@ func TestEncodeRefusesInvalidPlan(t *testing.T) {
 	p := sample()
 	p.Cases[0].Checks[0].Steps = []string{"missing"}
 	_, err := plan.Encode(p)
-	require.ErrorContains(t, err, "the written plan does not read back")
+	require.ErrorContains(t, err, "the compiled plan is not valid")
 	require.ErrorContains(t, err, "refers to step missing")
 }
 
