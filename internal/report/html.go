@@ -22,7 +22,6 @@ var htmlTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
 	"duration":     func(c Case) string { return c.Duration().Round(time.Millisecond).String() },
 	"caseAnchor":   func(id string) string { return "case-" + anchor(id) },
 	"plotAnchor":   func(id string) string { return "plot-" + anchor(id) },
-	"outcomeClass": func(o string) string { return map[bool]string{true: "good", false: "bad"}[o == "passed"] },
 	"verdictClass": func(v string) string { return v },
 	"verdict": func(v string) template.HTML {
 		return template.HTML(fmt.Sprintf(`<span class="v v-%s">%s</span>`, template.HTMLEscapeString(v), template.HTMLEscapeString(v)))
@@ -93,12 +92,21 @@ func legend(p *PlotData) []legendItem {
 	return out
 }
 
+// simPageCSS marks every printed page of a simulated run in the page's
+// top margin (a page-margin box: Chromium prints them since version 131).
+const simPageCSS = `
+@page { @top-right { content: "SIMULATED — a rehearsal, not evidence from equipment"; font: 700 9pt "Liberation Sans", Arial, sans-serif; color: #c62828; } }
+`
+
 // HTML writes the report as one self-contained page: inline CSS and SVG,
 // no script, no fetch, so it opens offline and prints as it shows.
 func HTML(w io.Writer, r *Run) error {
 	css, err := tmplFS.ReadFile("tmpl/report.css")
 	if err != nil {
 		return err
+	}
+	if r.Sim != "" {
+		css = append(css, simPageCSS...)
 	}
 	page := htmlPage{
 		Title:   title(r),

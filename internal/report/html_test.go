@@ -29,6 +29,9 @@ func TestHTMLInChromium(t *testing.T) {
 			require.NoError(t, HTML(&buf, r))
 			require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
 			selfContained(t, buf.String())
+			require.NotEmpty(t, r.Sim)
+			assert.Contains(t, buf.String(), "<h1>SIMULATED ", "a simulated run says so in its title")
+			assert.Contains(t, buf.String(), `@top-right { content: "SIMULATED`, "and in the margin of every printed page")
 
 			p := openReport(t, path)
 			if *screenshots != "" {

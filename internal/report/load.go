@@ -142,6 +142,7 @@ func newRun(dir string, rep *evidence.Report, r *results.Results) *Run {
 		ContractsDigest: r.Plan.Contracts,
 		BindingDigest:   r.Run.Binding,
 		Outcome:         r.Outcome,
+		Operator:        r.Run.Operator,
 		Started:         r.Run.Started,
 		Signed:          rep.Signed,
 		Complete:        rep.Complete,

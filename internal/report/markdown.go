@@ -16,10 +16,14 @@ func Markdown(w io.Writer, r *Run) error {
 		all.Add(r.Cases[i].Verdict)
 	}
 	icon := "✅"
-	if r.Outcome != "passed" || !r.OK() {
+	if !r.Good() {
 		icon = "❌"
 	}
-	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, title(r), strings.ToUpper(r.Outcome))
+	sim := ""
+	if r.Sim != "" {
+		sim = "SIMULATED "
+	}
+	fmt.Fprintf(&b, "### %s %s%s: %s\n\n", icon, sim, title(r), r.Verdict())
 	fmt.Fprintf(&b, "%d of %d cases passed", all.Pass, all.Total())
 	if all.Fail+all.Error+all.Aborted+all.Skipped > 0 {
 		fmt.Fprintf(&b, " (%d failed, %d error, %d aborted, %d skipped)", all.Fail, all.Error, all.Aborted, all.Skipped)

@@ -8,6 +8,8 @@
 package report
 
 import (
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -31,6 +33,7 @@ type Run struct {
 	ContractsDigest string
 	BindingDigest   string
 	Outcome         string // passed, failed, aborted, error
+	Operator        string // who ran it (sat run --operator)
 	Sim             string // non-empty when run against the simulated site: what it was
 	Started         time.Time
 	Finished        time.Time
@@ -68,6 +71,68 @@ type SignOff struct {
 // OK reports whether the bundle verified and every verdict re-graded to
 // what was recorded.
 func (r *Run) OK() bool { return len(r.Integrity) == 0 && len(r.Mismatches) == 0 }
+
+// Verdict is the report's headline: the integrity verdict first, so a
+// bundle that does not verify never reads PASSED, then the outcome.
+func (r *Run) Verdict() string {
+	if !r.OK() {
+		return "NOT TRUSTED"
+	}
+	return strings.ToUpper(r.Outcome)
+}
+
+// Good reports whether the headline is a pass that can be relied on.
+func (r *Run) Good() bool { return r.OK() && r.Outcome == "passed" }
+
+// Signer is a row of the paper sign-off: a role, the person named for it
+// where the evidence knows them, and the key of a signed sign-off for
+// that role.
+type Signer struct{ Role, Name, Key string }
+
+// Signers are the sign-off rows: the operator who ran the plan, the
+// witness and the accepting engineer (named, and their keys given, when
+// they signed in the evidence with sat sign-off), then the parties who
+// sign on paper.
+func (r *Run) Signers() []Signer {
+	rows := []Signer{{Role: "operator", Name: r.Operator}}
+	for _, role := range []string{"witness", "acceptance"} {
+		n := len(rows)
+		for _, s := range r.SignOffs {
+			if s.Role == role {
+				rows = append(rows, Signer{Role: roleName(role), Name: s.By, Key: s.Key})
+			}
+		}
+		if len(rows) == n {
+			rows = append(rows, Signer{Role: roleName(role), Name: r.witnessNames(role)})
+		}
+	}
+	for _, role := range []string{"owner", "supplier's vendor", "consumer's vendor"} {
+		rows = append(rows, Signer{Role: role})
+	}
+	return rows
+}
+
+func roleName(role string) string {
+	if role == "acceptance" {
+		return "accepting engineer"
+	}
+	return role
+}
+
+// witnessNames are those who confirmed the run's manual steps, for the
+// witness row when no witness signed in the evidence.
+func (r *Run) witnessNames(role string) string {
+	if role != "witness" {
+		return ""
+	}
+	var names []string
+	for _, w := range r.Witnesses {
+		if w.By != "" && w.By != r.Operator && !slices.Contains(names, w.By) {
+			names = append(names, w.By)
+		}
+	}
+	return strings.Join(names, ", ")
+}
 
 // Case is one test case with its checks and plot.
 type Case struct {

@@ -131,6 +131,31 @@ func TestAlteredVerdictIsCaught(t *testing.T) {
 	assert.Contains(t, html.String(), "This report cannot be trusted as it stands.")
 	assert.Equal(t, Pass, r.Cases[0].Verdict, "the report shows the re-graded verdict")
 	assert.Equal(t, "passed", r.Outcome)
+	// the headline is the integrity verdict: a tampered bundle never reads PASSED
+	assert.Equal(t, "NOT TRUSTED", r.Verdict())
+	assert.Contains(t, html.String(), "Verdict: <strong>NOT TRUSTED</strong>")
+	assert.NotContains(t, html.String(), "<strong>PASSED</strong>")
+	assert.NotContains(t, html.String(), `class="outcome good"`)
+	assert.Contains(t, strings.SplitN(md.String(), "\n", 2)[0], ": NOT TRUSTED")
+}
+
+// The sign-off names who the evidence knows: the operator, and the
+// witness and accepting engineer with their keys when they signed.
+func TestSignersNameWhoTheEvidenceKnows(t *testing.T) {
+	r := &Run{Operator: "A. Engineer", Witnesses: []Witness{{By: "A. Engineer"}, {By: "B. Fitter"}, {By: "B. Fitter"}}}
+	assert.Equal(t, []Signer{
+		{Role: "operator", Name: "A. Engineer"},
+		{Role: "witness", Name: "B. Fitter"},
+		{Role: "accepting engineer"},
+		{Role: "owner"}, {Role: "supplier's vendor"}, {Role: "consumer's vendor"},
+	}, r.Signers())
+	r.SignOffs = []SignOff{{Purpose: "sign-off", Role: "witness", By: "Jane Roe", Key: "SHA256:w"},
+		{Purpose: "attach", By: "A. Engineer", Key: "SHA256:a"},
+		{Purpose: "sign-off", Role: "acceptance", By: "Max Mustermann", Key: "SHA256:m"}}
+	got := r.Signers()
+	assert.Equal(t, Signer{Role: "witness", Name: "Jane Roe", Key: "SHA256:w"}, got[1], "a signed witness replaces the names from the manual steps")
+	assert.Equal(t, Signer{Role: "accepting engineer", Name: "Max Mustermann", Key: "SHA256:m"}, got[2])
+	assert.Len(t, got, 6)
 }
 
 func TestAlteredCaseOutcomeIsCaught(t *testing.T) {

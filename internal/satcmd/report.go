@@ -82,9 +82,18 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "report", fs, err)
 	}
 	if *out != "-" {
-		fmt.Fprintf(stdout, "%d cases (%s) in %s\n", len(run.Cases), run.Outcome, time.Since(t).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "%d cases, %s, in %s\n", len(run.Cases), headline(run), time.Since(t).Round(time.Millisecond))
 	}
 	return integrityExit(run, stderr)
+}
+
+// headline is the report's verdict for the terminal: a bundle that does
+// not verify is never called passed.
+func headline(r *report.Run) string {
+	if !r.OK() {
+		return "NOT TRUSTED (recorded " + r.Outcome + "; see below)"
+	}
+	return r.Outcome
 }
 
 func chooseFormats(list, out string) ([]int, error) {
