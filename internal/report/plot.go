@@ -56,11 +56,17 @@ type Mark struct {
 	Failed bool
 }
 
-// Plot sizes, in points; the HTML scales them to the page.
+// Plot sizes, in points; the HTML scales them to the page. The width is
+// no more than an A4 page's printable width (210 mm less 2 × 14 mm of
+// margin, 516 pt), so printing never shrinks a plot, and no text is
+// smaller than minFont: at least 8 pt on paper.
 const (
-	plotWidth      = 720
-	measuredHeight = 250
-	exciteHeight   = 140
+	plotWidth      = 510
+	measuredHeight = 180
+	exciteHeight   = 100
+	printWidth     = 516
+	minFont        = 8
+	labelFont      = 9
 )
 
 var (
@@ -149,6 +155,10 @@ func (d *PlotData) excitationPlot() (*plot.Plot, error) {
 
 func newPlot(ylabel string, duration float64) *plot.Plot {
 	p := plot.New()
+	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+		ax.Label.TextStyle.Font.Size = vg.Points(labelFont)
+		ax.Tick.Label.Font.Size = vg.Points(minFont)
+	}
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = 0, math.Max(duration, 1e-3)
 	p.X.Tick.Marker = timeTicks{}
@@ -288,7 +298,7 @@ func (m markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	if m.Label == "" {
 		return
 	}
-	sty := draw.TextStyle{Color: col, Font: font.From(plot.DefaultFont, vg.Points(8)), Handler: plot.DefaultTextHandler, XAlign: draw.XLeft, YAlign: draw.YTop}
+	sty := draw.TextStyle{Color: col, Font: font.From(plot.DefaultFont, vg.Points(minFont)), Handler: plot.DefaultTextHandler, XAlign: draw.XLeft, YAlign: draw.YTop}
 	if x > c.Min.X+(c.Max.X-c.Min.X)*0.8 {
 		sty.XAlign = draw.XRight
 		x -= vg.Points(2)
