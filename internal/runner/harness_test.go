@@ -112,8 +112,11 @@ func tinyPlan(t testing.TB) (*plan.Plan, []byte) {
 				Checks: []plan.Check{{ID: "guarantee-alarm-within", Kind: plan.AlarmWithin, Side: plan.Guarantee, Channel: "l1/ma/leak", WithinS: 2, From: "inject", Sources: src("leak.within")}}},
 		},
 	}
-	for _, c := range p.Cases {
+	for i, c := range p.Cases {
 		p.Coverage = append(p.Coverage, plan.Coverage{Clause: c.Clause.Path, Pos: c.Clause.Pos, Status: plan.Full, Cases: []string{c.ID}})
+		for _, st := range c.Steps { // the estimates the progress counts down
+			p.Cases[i].EstimatedS += st.EstimatedS
+		}
 	}
 	raw, err := plan.Encode(p)
 	require.NoError(t, err)

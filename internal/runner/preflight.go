@@ -65,7 +65,7 @@ func (r *Runner) preflight(ctx context.Context) []string {
 		r.log.Warn("preflight: " + n)
 	}
 	r.log.Info("preflight", "ok", rec.OK, "problems", len(rec.Problems), "channels", rec.Channels, "devices", rec.Devices)
-	r.prog.line(fmt.Sprintf("preflight: %d channels on %d devices, %d load banks: %s", rec.Channels, rec.Devices, len(rec.Banks), okText(rec.OK)))
+	r.prog.line(fmt.Sprintf("preflight: %s on %s, %s: %s", plural(rec.Channels, "channel"), plural(rec.Devices, "device"), plural(len(rec.Banks), "load bank"), okText(rec.OK)))
 	return rec.Problems
 }
 

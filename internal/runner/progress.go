@@ -18,8 +18,9 @@ import (
 // progress shows a run to a person. On a terminal it redraws one status
 // line (case n of N, step, site time elapsed and left by the plan's
 // estimates, the latest readings of the case's graded channels) four
-// times a second and prints events above it; elsewhere it prints plain
-// lines at each case and step.
+// times a second and prints events above it; elsewhere (a pipe, a file,
+// TERM=dumb) it prints a plain line at each case and step with the time
+// elapsed and left, and no control characters.
 type progress struct {
 	w    io.Writer
 	term bool
@@ -68,24 +69,30 @@ func (p *progress) draw() {
 	if p.c == nil {
 		return
 	}
+	var reads []string
+	for _, ch := range sortedKeys(p.latest) {
+		reads = append(reads, fmt.Sprintf("%s %.4g %s", ch, p.latest[ch], p.units[ch]))
+	}
+	s := fmt.Sprintf("[%d/%d] %s · step %d/%d %s · %s · %s", p.index+1, len(p.p.Cases), p.c.ID,
+		p.stepN+1, len(p.c.Steps), p.stepID, p.eta(), strings.Join(reads, ", "))
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	fmt.Fprint(p.w, "\r\033[K"+s)
+	p.status = s
+}
+
+// eta is the site time elapsed since the run started and what is left
+// by the plan's estimates: the rest of this case and the cases after it.
+// Called with mu held.
+func (p *progress) eta() string {
 	now := p.clk.Now()
 	left := 0.0
 	for _, c := range p.p.Cases[p.index+1:] {
 		left += c.EstimatedS
 	}
 	left += max(0, p.c.EstimatedS-now.Sub(p.caseT0).Seconds())
-	var reads []string
-	for _, ch := range sortedKeys(p.latest) {
-		reads = append(reads, fmt.Sprintf("%s %.4g %s", ch, p.latest[ch], p.units[ch]))
-	}
-	s := fmt.Sprintf("[%d/%d] %s · step %d/%d %s · %s elapsed, ~%s left · %s", p.index+1, len(p.p.Cases), p.c.ID,
-		p.stepN+1, len(p.c.Steps), p.stepID, clockText(now.Sub(p.runStart)), clockText(time.Duration(left*float64(time.Second))),
-		strings.Join(reads, ", "))
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	fmt.Fprint(p.w, "\r\033[K"+s)
-	p.status = s
+	return fmt.Sprintf("%s elapsed, ~%s left", clockText(now.Sub(p.runStart)), clockText(time.Duration(left*float64(time.Second))))
 }
 
 func clockText(d time.Duration) string {
@@ -120,16 +127,22 @@ func (p *progress) caseStart(i int, c plan.Case) {
 	for _, k := range c.Checks {
 		p.units[k.Channel] = k.Unit
 	}
+	eta := p.eta()
 	p.mu.Unlock()
-	p.line(fmt.Sprintf("case %d/%d %s: %s", i+1, len(p.p.Cases), c.ID, c.Title))
+	msg := fmt.Sprintf("case %d/%d %s: %s", i+1, len(p.p.Cases), c.ID, c.Title)
+	if !p.term {
+		msg += " · " + eta
+	}
+	p.line(msg)
 }
 
 func (p *progress) step(i int, s plan.Step) {
 	p.mu.Lock()
 	p.stepID, p.stepN = s.ID, i
+	eta := p.eta()
 	p.mu.Unlock()
 	if !p.term {
-		p.line(fmt.Sprintf("  step %s (%s)", s.ID, s.Op))
+		p.line(fmt.Sprintf("  step %d/%d %s (%s) · %s", i+1, len(p.c.Steps), s.ID, s.Op, eta))
 	}
 }
 
@@ -148,7 +161,7 @@ func (p *progress) caseEnd(c plan.Case, res results.Case) {
 	msg := fmt.Sprintf("  %s %s", res.Outcome, c.ID)
 	switch res.Outcome {
 	case grade.Pass:
-		msg += fmt.Sprintf(" (%d checks)", len(res.Checks))
+		msg += " (" + plural(len(res.Checks), "check") + ")"
 	case grade.Fail:
 		var failed []string
 		for _, k := range res.Checks {
@@ -164,9 +177,18 @@ func (p *progress) caseEnd(c plan.Case, res results.Case) {
 	p.line(msg)
 }
 
+// done ends the progress with the run's site time; the counts are the
+// caller's summary (sat prints them once, on stdout).
 func (p *progress) done(res *results.Results) {
-	c := res.Counts
-	p.line(fmt.Sprintf("run %s: %d passed, %d failed, %d errors, %d aborted, %d skipped", res.Outcome, c.Pass, c.Fail, c.Error, c.Aborted, c.Skipped))
+	p.line(fmt.Sprintf("run %s after %s of site time", res.Outcome, clockText(p.clk.Now().Sub(p.runStart))))
+}
+
+// plural is "1 check", "2 checks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func (p *progress) stop() {

@@ -48,7 +48,7 @@ func TestProgressTerminal(t *testing.T) {
 		assert.Contains(t, s, "\r\033[K[1/3] sat.p1-ma.steady.voltage · step 3/4 hold · ")
 		assert.Contains(t, s, " elapsed, ~")
 		assert.Contains(t, s, " left · p1/ma/voltage 410 V")
-		assert.Contains(t, s, "\r\033[K  PASS sat.p1-ma.steady.voltage (1 checks)\n")
+		assert.Contains(t, s, "\r\033[K  PASS sat.p1-ma.steady.voltage (1 check)\n")
 		assert.NotContains(t, s, "  step hold (hold)\n", "steps are in the status line, not printed")
 	})
 }

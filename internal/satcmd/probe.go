@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/diag"
@@ -135,13 +137,16 @@ func verdict(rs []probe.ChannelReading) int {
 	return cli.ExitOK
 }
 
+// isTerminal reports whether w is a terminal that takes cursor control:
+// a file with terminal attributes (not merely a character device such as
+// /dev/null), and TERM is not "dumb".
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
+	if !ok || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 func render(w io.Writer, format string, rs []probe.ChannelReading, now time.Time) error {

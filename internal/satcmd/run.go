@@ -63,6 +63,7 @@ type runFlags struct {
 	control                                string
 	key                                    keyFlags
 	simulate, verbose, unsigned            bool
+	logFormat                              string
 	scale                                  scaleFlag
 }
 
@@ -139,9 +140,13 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	fs.StringVar(&f.key.passEnv, "passphrase-env", "", "environment variable holding the signing key's passphrase")
 	fs.BoolVar(&f.unsigned, "unsigned", false, "a dry run on a site: write an unsigned bundle (its hashes detect accidents, not a deliberate edit)")
 	fs.BoolVar(&f.verbose, "v", false, "log to stderr at info level")
+	fs.StringVar(&f.logFormat, "log-format", "text", cli.LogFormatUsage)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return f, "", fs, err
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return f, "", fs, cli.Usagef("--log-format is text or json (got %q)", f.logFormat)
 	}
 	planPath := ""
 	switch {
@@ -185,7 +190,7 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 		}
 		return fail(stderr, "run", fs, err)
 	}
-	log := stderrLog(stderr, f.verbose)
+	log := stderrLog(stderr, f.verbose, f.logFormat)
 	raw, err := os.ReadFile(planPath)
 	if err != nil {
 		return fail(stderr, "run", fs, err)
@@ -254,12 +259,15 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 	return runner.ExitCode(res)
 }
 
-func stderrLog(w io.Writer, verbose bool) *slog.Logger {
+// stderrLog is the run's log on stderr, between the progress lines:
+// warnings and errors (with -v, info too), for a person unless
+// --log-format json. The bundle's run.log has every line as JSON.
+func stderrLog(w io.Writer, verbose bool, format string) *slog.Logger {
 	level := slog.LevelWarn
 	if verbose {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	return cli.Logger(w, "sat run", format, level)
 }
 
 // shortened says what makes this run shorter than the real test.
