@@ -210,3 +210,20 @@ func TestMarshalRoundTrip(t *testing.T) {
 	assert.Equal(t, b.Contracts, back.Contracts)
 	assert.Contains(t, string(out), `"cdu-l2": {protocol: "modbus-tcp", address: "127.0.0.1:5021", profile: "generic-cdu-float32", timeout: "250 ms", unit: 1}`)
 }
+
+// --site may name the binding's file, as sat sim prints it: the
+// directory that holds it is the binding. Anything else is refused.
+func TestDirOfABindingFile(t *testing.T) {
+	d, err := Dir("../../fixtures/bindings/threemodule/binding.cue")
+	require.NoError(t, err)
+	require.Equal(t, "../../fixtures/bindings/threemodule", d)
+	b, diags, err := Load("../../fixtures/bindings/threemodule/binding.cue")
+	require.NoError(t, err)
+	require.Zero(t, diags.Count(diag.Error), "%v", diags)
+	require.NotEmpty(t, b.Devices)
+
+	_, err = Dir("../../fixtures/bindings/nowhere")
+	require.ErrorContains(t, err, "binding directory ../../fixtures/bindings/nowhere: no such file or directory")
+	_, err = Dir("binding_test.go")
+	require.ErrorContains(t, err, "binding directory binding_test.go: not a directory, nor a .cue file in one")
+}

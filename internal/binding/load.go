@@ -49,7 +49,8 @@ func Load(dir string) (*Binding, diag.List, error) { return LoadWith(dir, nil) }
 // contract directory it names needs bound, as req lists it (nil: no
 // check). internal/bindreq reads contracts for it.
 func LoadWith(dir string, req Requirer) (*Binding, diag.List, error) {
-	if err := isDir(dir); err != nil {
+	dir, err := Dir(dir)
+	if err != nil {
 		return nil, nil, err
 	}
 	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: ImportPath, Files: map[string][]byte{"binding.cue": schemaCUE}, Bind: bind})
@@ -270,6 +271,25 @@ func rebase(to, from string, p diag.Pos) diag.Pos {
 		p.File = filepath.ToSlash(rel)
 	}
 	return p
+}
+
+// Dir is the binding directory a --site argument names: the directory
+// itself, or the directory of a .cue file in it (sat sim prints the
+// file's path; the whole directory is the binding). It is checked first,
+// so that a wrong path reads "binding directory x: no such file or
+// directory" rather than a loader's message.
+func Dir(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("binding directory %s: %w", path, errors.Unwrap(err))
+	}
+	switch {
+	case st.IsDir():
+		return path, nil
+	case st.Mode().IsRegular() && filepath.Ext(path) == ".cue":
+		return filepath.Dir(path), nil
+	}
+	return "", fmt.Errorf("binding directory %s: not a directory, nor a .cue file in one", path)
 }
 
 // isDir checks dir first, so that a wrong path reads "binding directory

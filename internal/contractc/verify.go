@@ -2,9 +2,11 @@ package contractc
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 
 	"github.com/seamdc/seam/internal/cli"
@@ -35,7 +37,13 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "verify", fs, err)
 	}
-	allowed, err := sign.ReadAllowedSigners(allowedPath(pos[0], *allowedFile))
+	file := allowedPath(pos[0], *allowedFile)
+	allowed, err := sign.ReadAllowedSigners(file)
+	if errors.Is(err, os.ErrNotExist) {
+		err = fmt.Errorf("%w\n  verify checks each signature against the parties' public keys, listed in an allowed-signers file, one line per key:\n"+
+			`    echo "VoltSkid namespaces=\"seam-contract\" $(cat ~/.ssh/id_ed25519.pub)" >> %s`+
+			"\n  or pass --allowed-signers FILE (in CI, the base branch's: see docs/ci.md)", err, file)
+	}
 	if err != nil {
 		return fail(stderr, "verify", fs, err)
 	}

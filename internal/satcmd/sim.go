@@ -130,7 +130,7 @@ func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.
 		return cli.ExitTool
 	}
 	defer cs.Close()
-	text, err := writeBinding(o, out, cs.URL(), f.scale, lookupEnv)
+	err = writeBinding(o, out, cs.URL(), f.scale, lookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "sat sim: %v\n", err)
 		return cli.ExitTool
@@ -141,9 +141,9 @@ func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.
 			return cli.ExitTool
 		}
 	}
-	stdout.Write(text)
-	fmt.Fprintf(stderr, "sat sim: %d devices serving on loopback; binding in %s; control interface %s\n",
-		len(o.Devices()), filepath.Join(out, "binding.cue"), cs.URL())
+	fmt.Fprintf(stdout, "sat sim: %d devices serving on loopback; binding in %s; control interface %s\n"+
+		"  read them: sat probe --site %s\n  run a plan: sat run PLAN --site %s --unsigned --out EVIDENCE\n",
+		len(o.Devices()), filepath.Join(out, "binding.cue"), cs.URL(), out, out)
 	if f.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
@@ -167,10 +167,10 @@ func outDir(dir string) (string, error) {
 	return filepath.Abs(dir)
 }
 
-// writeBinding writes the credentials and binding.cue into dir and
-// returns the binding's text. The binding refers to the credentials by
-// absolute file paths, so that a copy of it works from anywhere.
-func writeBinding(o *sim.Opened, dir, control string, scale float64, lookupEnv func(string) (string, bool)) ([]byte, error) {
+// writeBinding writes the credentials, control.url and binding.cue into
+// dir. The binding refers to the credentials by absolute file paths, so
+// that a copy of it works from anywhere.
+func writeBinding(o *sim.Opened, dir, control string, scale float64, lookupEnv func(string) (string, bool)) error {
 	secrets := sim.SecretsFrom(lookupEnv)
 	refs := sim.SecretRefs{}
 	for _, s := range []struct {
@@ -179,7 +179,7 @@ func writeBinding(o *sim.Opened, dir, control string, scale float64, lookupEnv f
 	}{{"snmp-community", secrets.Community, &refs.Community}, {"snmp-auth", secrets.AuthPass, &refs.Auth}, {"snmp-priv", secrets.PrivPass, &refs.Priv}} {
 		path := filepath.Join(dir, s.file)
 		if err := os.WriteFile(path, []byte(s.value+"\n"), 0o600); err != nil {
-			return nil, err
+			return err
 		}
 		*s.ref = "file:" + path
 	}
@@ -192,9 +192,14 @@ func writeBinding(o *sim.Opened, dir, control string, scale float64, lookupEnv f
 		fmt.Fprintf(&text, "// Defect %s: violates %s\n", df.Name, df.Violates)
 	}
 	text.Write(binding.Marshal(b, "binding"))
-	out := []byte(text.String())
 	if err := os.WriteFile(filepath.Join(dir, "control.url"), []byte(control+"\n"), 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	return out, os.WriteFile(filepath.Join(dir, "binding.cue"), out, 0o644)
+	// written whole, then renamed into place: whoever waits for the file
+	// (a script, a test) never reads half of it
+	tmp := filepath.Join(dir, ".binding.cue.tmp")
+	if err := os.WriteFile(tmp, []byte(text.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "binding.cue"))
 }
