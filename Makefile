@@ -43,6 +43,10 @@ demo: build
 	./bin/contractc domains $(EXAMPLE)
 	@echo; echo "== contractc maintenance $(EXAMPLE)"
 	./bin/contractc maintenance $(EXAMPLE) --tz UTC
+	@echo; echo "== facilityd run --config deploy/facilityd.demo.json --dry-run --once (a drill on the example: what it would do)"
+	./bin/facilityd run --config deploy/facilityd.demo.json --dry-run --once \
+	  --raise cooling_redundancy_lost@cooling_loop=l2 --raise ups_on_battery@power_block=p1 \
+	  2>$(OUT)/facilityd-drill.log || { cat $(OUT)/facilityd-drill.log; exit 1; }
 	@# the example's SAT and IST plans against the simulated site, holds
 	@# capped at $(DEMO_HOLD) (the evidence records it); every bundle is
 	@# verified and reported, passed or not, and make fails at the end
@@ -71,11 +75,18 @@ demo: build
 # custom metrics each benchmark reports). Heavy benchmarks run a fixed
 # number of times; the whole table takes a few minutes.
 BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal/diff ./internal/sign \
-	./internal/probe ./internal/sim ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
-	./internal/redfish ./internal/topology ./internal/domains
+	./internal/probe ./internal/sim ./internal/sim/fleet ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
+	./internal/redfish ./internal/discover ./internal/topology ./internal/domains ./internal/drain ./internal/alarm \
+	./internal/lifecycle
+# the served fleet (1,689 and 3,378 BMCs), discovery of 1,000 BMCs, a
+# drain of 10,080 nodes in a real slurmctld, facilityd's memory with
+# 100,224 nodes and the lifecycle store with 100,000 elements (both
+# engines) take from half a minute to minutes a run: once each
+BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore)$$
 bench: build
 	@mkdir -p $(OUT)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt
+	$(GO) test -run '^$$' -bench . -skip '$(BENCH_ONCE)' -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt
+	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/lifecycle | tee -a $(OUT)/bench.txt
 	@# vet against the cue command seam links (built from hack/cue), compile
 	@# against vet, and the probe against the bare client, beside their goals
 	cd hack/cue && $(GO) build -o $(abspath $(OUT))/cue cuelang.org/go/cmd/cue

@@ -30,6 +30,9 @@ func rules() map[string]string {
 	for k, v := range operateRules {
 		out[k] = v
 	}
+	for k, v := range alarmRules {
+		out[k] = v
+	}
 	return out
 }
 
@@ -252,6 +255,7 @@ func Check(c *Contracts) diag.List {
 	diags = append(diags, gd...)
 	diags = append(diags, inventory.Check(g)...)
 	diags = append(diags, checkOperate(c, idx, func(name string) bool { _, ok := g.Find(name); return ok })...)
+	checkAlarms(c, &diags)
 	return diags
 }
 

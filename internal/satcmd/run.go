@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	register("run", "run a test plan against a site or the simulated site, keeping evidence", runRun)
+	register("run", "run a test plan against a site or the simulated site, keeping evidence (--lifecycle: offer the transition it allows)", runWithLifecycle)
 }
 
 const runHelp = `Runs a compiled plan (contractc compile) against a real site through its

@@ -132,6 +132,7 @@ func openSim(f runFlags, p *plan.Plan, dir string, lookupEnv func(string) (strin
 		return nil, fmt.Errorf("simulated site: %w", err)
 	}
 	env := &siteEnv{contracts: o.Paths.Contracts, sim: o}
+	o.ServeBMCs(false) // a plan reads devices and load banks, not BMCs
 	if err := o.Start(); err != nil {
 		return nil, fmt.Errorf("simulated site: %w", err)
 	}

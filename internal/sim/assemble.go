@@ -13,6 +13,7 @@ import (
 
 	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/profile"
 	"github.com/seamdc/seam/internal/sim/device"
 	"github.com/seamdc/seam/internal/sim/simconfig"
@@ -27,19 +28,29 @@ type Config struct {
 	Secrets   Secrets
 	Epoch     time.Time // wall time of sim time 0; zero: now
 	Log       *slog.Logger
+	// Graph is the inventory graph the fleet is generated from (nil:
+	// built from Contracts and the handovers it has read).
+	Graph *inventory.Graph
+	// NoBMCs keeps Start from serving the fleet's BMCs (a run in process
+	// that reads none of them need not open 1,689 ports).
+	NoBMCs bool
 }
 
-// Secrets are the SNMP credentials the simulated agents accept.
+// Secrets are the SNMP credentials the simulated agents accept, and
+// the simulated BMCs' account.
 type Secrets struct {
 	Community, AuthPass, PrivPass string
+	BMCUser, BMCPassword          string
 }
 
-// Environment variables of the SNMP credentials; the printed binding
-// refers to them.
+// Environment variables of the SNMP credentials and the BMCs' account;
+// the printed binding refers to them.
 const (
-	EnvCommunity = "SEAM_SNMP_COMMUNITY"
-	EnvAuth      = "SEAM_SNMP_AUTH"
-	EnvPriv      = "SEAM_SNMP_PRIV"
+	EnvCommunity   = "SEAM_SNMP_COMMUNITY"
+	EnvAuth        = "SEAM_SNMP_AUTH"
+	EnvPriv        = "SEAM_SNMP_PRIV"
+	EnvBMCUser     = "SEAM_BMC_USER"
+	EnvBMCPassword = "SEAM_BMC_PASSWORD"
 )
 
 // SecretsFrom reads the credentials from the environment, with loopback
@@ -51,7 +62,8 @@ func SecretsFrom(lookup func(string) (string, bool)) Secrets {
 		}
 		return def
 	}
-	return Secrets{Community: get(EnvCommunity, "public"), AuthPass: get(EnvAuth, "seam-sim-auth"), PrivPass: get(EnvPriv, "seam-sim-priv")}
+	return Secrets{Community: get(EnvCommunity, "public"), AuthPass: get(EnvAuth, "seam-sim-auth"), PrivPass: get(EnvPriv, "seam-sim-priv"),
+		BMCUser: get(EnvBMCUser, "admin"), BMCPassword: get(EnvBMCPassword, "seam-sim-bmc")}
 }
 
 // Sim is a simulated site with its devices.
@@ -62,6 +74,7 @@ type Sim struct {
 	byName   map[string]*device.Device
 	channels []*binding.Channel
 	banks    []*binding.LoadBank
+	bmcs     bmcs
 }
 
 // New builds the site, its devices and its channel bindings; Start
@@ -70,7 +83,7 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.Epoch.IsZero() {
 		cfg.Epoch = time.Now()
 	}
-	site, err := NewSite(cfg.Contracts, cfg.Sim, Options{Defect: cfg.Defect, Epoch: cfg.Epoch, Log: cfg.Log})
+	site, err := NewSite(cfg.Contracts, cfg.Sim, Options{Defect: cfg.Defect, Epoch: cfg.Epoch, Log: cfg.Log, Graph: cfg.Graph})
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +100,10 @@ func New(cfg Config) (*Sim, error) {
 		return nil, err
 	}
 	site.SetDeviceFaulter(s)
+	site.SetBMCFaulter(s)
+	if cfg.Secrets.BMCUser == "" {
+		s.cfg.Secrets.BMCUser, s.cfg.Secrets.BMCPassword = "admin", "seam-sim-bmc"
+	}
 	for _, d := range s.devices {
 		site.AddDevice(d)
 	}
@@ -381,8 +398,9 @@ func (s *Sim) DeviceFault(kind, name string, code int, on bool) error {
 	return d.SetFault(kind, code, on)
 }
 
-// Start serves every device on its own loopback port. The devices
-// refresh from the site's physics from New on, served or not.
+// Start serves every device on its own loopback port, and every BMC of
+// the fleet on its own. The devices refresh from the site's physics
+// from New on, served or not.
 func (s *Sim) Start() error {
 	for i, d := range s.devices {
 		if err := d.Start(); err != nil {
@@ -392,15 +410,27 @@ func (s *Sim) Start() error {
 			return err
 		}
 	}
-	s.Site.log.Info("devices serving", "devices", len(s.devices))
+	if !s.cfg.NoBMCs {
+		if err := s.startBMCs(); err != nil {
+			s.Close()
+			return err
+		}
+	}
+	s.Site.log.Info("devices serving", "devices", len(s.devices), "bmcs", len(s.bmcs.servers))
 	return nil
 }
 
-// Close stops every device.
+// ServeBMCs sets whether Start serves the fleet's BMCs (by default it
+// does): a plan's run reads devices, never BMCs, and need not open a
+// port per BMC (1,689 for the example).
+func (s *Sim) ServeBMCs(on bool) { s.cfg.NoBMCs = !on }
+
+// Close stops every device and BMC.
 func (s *Sim) Close() {
 	for _, d := range s.devices {
 		d.Stop()
 	}
+	s.stopBMCs()
 }
 
 // SecretRefs say how the printed binding refers to the SNMP credentials.

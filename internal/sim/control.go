@@ -24,6 +24,14 @@ import (
 //	POST   /v1/scripts/{name}            play a script of the sim config
 //	GET    /v1/signals/{element...}      an element's signals
 //	POST   /v1/loadbanks/{id}            {"local": bool, "emergency_stop": bool}
+//	GET    /v1/fleet                     the nodes by state, the BMCs, the defects
+//	GET    /v1/fleet/nodes[?names=A,B]   the nodes' power, limit and place
+//	POST   /v1/fleet/nodes               {"nodes"|"racks"|"all", "state", "limit_w", "limit_enabled", "dcgm"}
+//	GET    /v1/fleet/gpus?names=A,B      what the nodes' GPU tools report
+//	GET    /v1/fleet/defects             the node and tray defects in force
+//	POST   /v1/fleet/defects             {"kind", "target", ...} (fleet.Defect)
+//	DELETE /v1/fleet/defects?kind=K&target=T
+//	GET    /v1/fleet/bmcs                the BMCs served: name, what they manage, address
 //
 // Errors are {"error": "..."} with status 400 (a bad request), 404 (no
 // such thing) or 409 (a conflict, such as clearing a fault not in force).
@@ -138,6 +146,7 @@ func (s *Sim) Handler() http.Handler {
 		}
 		reply(w, http.StatusOK, map[string]any{"element": r.PathValue("element"), "signals": sig})
 	})
+	s.fleetRoutes(mux)
 	mux.HandleFunc("POST /v1/loadbanks/{id}", func(w http.ResponseWriter, r *http.Request) {
 		var c LoadBankControl
 		if err := decode(r, &c); err != nil {

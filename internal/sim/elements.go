@@ -203,7 +203,15 @@ func (p *rackPDU) power() float64 {
 	if served <= 0 {
 		return 0
 	}
-	return p.module.served / float64(p.module.racks) * p.feed.LoadKW() / served
+	m := p.module
+	if m.fleet == 0 {
+		return m.served / float64(m.racks) * p.feed.LoadKW() / served
+	}
+	// the load banks' share spread as before, plus what this rack's
+	// trays draw through this PDU, as much of it as the block delivers
+	ratio := m.served / m.demand
+	banks := (m.demand - m.fleet) * ratio
+	return banks/float64(m.racks)*p.feed.LoadKW()/served + p.fleet*ratio
 }
 
 func (e pduElem) Fill(m map[string]float64) {

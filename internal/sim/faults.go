@@ -25,9 +25,23 @@ const (
 	Stale            = "stale"             // target a device: its values stop updating
 )
 
+// BMC faults target a simulated BMC by name (bmc-a-r01-n03): it answers
+// every request with 401, its chassis with 404, garbage, a redirect to
+// itself, nothing, 503 with Retry-After, or a Contains loop.
+const (
+	BMCUnauthorized = "bmc_unauthorized"
+	BMCNotFound     = "bmc_not_found"
+	BMCGarbage      = "bmc_garbage"
+	BMCRedirectLoop = "bmc_redirect_loop"
+	BMCTimeout      = "bmc_timeout"
+	BMCBusy         = "bmc_busy"
+	BMCContainsLoop = "bmc_contains_loop"
+)
+
 // FaultKinds lists every fault kind.
 var FaultKinds = []string{PumpTrip, FeedLoss, UPSOnBattery, BreakerOpen, ControllerSilent, Leak,
-	DeviceReboot, ModbusException, ModbusTimeout, SNMPGarbled, Stale}
+	DeviceReboot, ModbusException, ModbusTimeout, SNMPGarbled, Stale,
+	BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop}
 
 // targetKind is the element kind each physical fault needs.
 var targetKind = map[string][]string{
@@ -56,6 +70,13 @@ type activeFault = ActiveFault
 // DeviceFaulter injects and clears faults in the simulated devices.
 type DeviceFaulter interface {
 	DeviceFault(kind, device string, code int, on bool) error
+}
+
+// SetBMCFaulter connects the simulated BMCs' fault injection.
+func (s *Site) SetBMCFaulter(b BMCFaulter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bmcFault = b
 }
 
 // SetDeviceFaulter connects the device servers' fault injection.
@@ -135,6 +156,12 @@ func (s *Site) check(f Fault) error {
 		if !known(f.Kind) {
 			return fmt.Errorf("unknown fault %q (faults: %s)", f.Kind, strings.Join(FaultKinds, ", "))
 		}
+		if _, ok := bmcFaultKinds[f.Kind]; ok {
+			if s.bmcFault == nil || s.fleet == nil {
+				return fmt.Errorf("%s: the site serves no BMCs", f)
+			}
+			return nil
+		}
 		if s.devFault == nil {
 			return fmt.Errorf("%s: the site serves no devices", f)
 		}
@@ -203,6 +230,10 @@ func (s *Site) apply(f Fault, on bool) error {
 		}
 	case Leak:
 		s.elements[f.Target].(cduElem).cdu.Leak = on
+	case BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop:
+		// the BMC takes its own lock; the site's is held, and a BMC's
+		// handlers take the site's only after the BMC's is released
+		return s.bmcFault.BMCFault(f.Kind, f.Target, on)
 	default:
 		code := f.Code
 		if f.Kind == ModbusException && code == 0 {

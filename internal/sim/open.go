@@ -35,6 +35,12 @@ func Open(p Paths, defect string, secrets Secrets, epoch time.Time, log *slog.Lo
 	if err != nil || c == nil || diags.Count(diag.Error) > 0 {
 		return nil, diags, err
 	}
+	// the handover inventory, which the fleet's nodes and BMCs come from
+	id, err := c.ReadInventory(nil)
+	diags = append(diags, id...)
+	if err != nil || id.Count(diag.Error) > 0 {
+		return nil, diags, err
+	}
 	p, err = p.resolve(c.Site.Name)
 	if err != nil {
 		return nil, nil, err

@@ -12,9 +12,12 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/inventory"
+	"github.com/seamdc/seam/internal/sim/fleet"
 	"github.com/seamdc/seam/internal/sim/physics"
 	"github.com/seamdc/seam/internal/sim/simconfig"
 )
@@ -29,7 +32,10 @@ type Site struct {
 	dt     float64
 	t      float64 // sim seconds since start
 	steps  int64
-	epoch  time.Time
+	// simNanos is t in nanoseconds, for readers that must not wait for
+	// the site's lock (the BMCs' session clocks)
+	simNanos atomic.Int64
+	epoch    time.Time
 
 	modules  []*itModule
 	blocks   []*powerBlock
@@ -45,6 +51,13 @@ type Site struct {
 	devEntries []*deviceEntry
 	devFault   DeviceFaulter
 	observe    func(now time.Time)
+
+	// the nodes after handover (nil: the inventory has none); their
+	// rack PDUs and modules in the physics, by the fleet's index
+	fleet     *fleet.Fleet
+	fleetPDUs []*rackPDU
+	fleetMods []*itModule
+	bmcFault  BMCFaulter
 }
 
 // Options tune a new site.
@@ -52,6 +65,9 @@ type Options struct {
 	Defect string       // a defect of the sim config, or ""
 	Epoch  time.Time    // wall time of sim time 0; device timestamps count from it
 	Log    *slog.Logger // nil: discard
+	// Graph is the site's inventory graph the fleet is generated from
+	// (nil: built from the contracts and the handovers they have read).
+	Graph *inventory.Graph
 }
 
 // itModule is an IT module: its load banks draw power from its block and
@@ -66,6 +82,9 @@ type itModule struct {
 	demand     float64 // kW asked of the block in the last step
 	served     float64 // kW the block delivered
 	netLink    *link
+	// what the fleet's nodes ask of the block (kW, in demand) and the
+	// heat they put into the loop (kW)
+	fleet, fleetLiquid float64
 }
 
 type powerBlock struct {
@@ -107,6 +126,8 @@ type rackPDU struct {
 	block  *powerBlock
 	feed   *physics.Feed
 	energy float64 // kWh
+	// fleet is what the rack's trays draw through this PDU (kW)
+	fleet float64
 }
 
 // link is the controls heartbeat between a controls network and one IT
@@ -138,6 +159,7 @@ func NewSite(c *contract.Contracts, cfg *simconfig.Config, opt Options) (*Site, 
 	if err := s.build(c); err != nil {
 		return nil, err
 	}
+	s.buildFleet(c, opt.Graph)
 	return s, nil
 }
 
@@ -157,6 +179,7 @@ func (s *Site) step() {
 	dt := s.dt
 	s.t += dt
 	s.steps++
+	s.simNanos.Store(int64(s.t * float64(time.Second)))
 	s.runEvents()
 	for _, l := range s.links {
 		l.step(s.t)
@@ -169,6 +192,9 @@ func (s *Site) step() {
 			m.demand += lb.applied
 		}
 	}
+	if s.fleet != nil {
+		s.stepFleet(dt)
+	}
 	for _, b := range s.blocks {
 		b.step(dt, s.t)
 	}
@@ -178,7 +204,7 @@ func (s *Site) step() {
 	for _, l := range s.loops {
 		heat := 0.0
 		for _, m := range l.modules {
-			heat += m.served
+			heat += m.heat()
 		}
 		l.phys.Step(dt, heat)
 	}

@@ -1,7 +1,8 @@
 // Package slurmtest runs a real Slurm for tests, on loopback: munged
 // with its own key and socket, slurmctld -D, and one slurmd -D -N NAME
 // per node that should run (Debian's slurmd is built for several on one
-// host), each on its own free port, with Slurm's state, spool and
+// host), each on its own free port (below the kernel's ephemeral
+// range, so no other process's connection takes it first), with Slurm's state, spool and
 // configuration in the test's temporary directory. The cluster is ready
 // when scontrol ping answers and sinfo shows every running node idle;
 // the daemons' output is attached to a failing test, and they are
@@ -100,8 +101,11 @@ func (c *Cluster) startMunge() {
 	})
 }
 
+// port is a free port for one of Slurm's daemons (peer.ListenTCP: not
+// the kernel's choice, which another process's connection could take
+// before the daemon binds it).
 func (c *Cluster) port() int {
-	_, p, _ := strings.Cut(peer.FreeTCP(c.t), ":")
+	_, p, _ := strings.Cut(peer.ListenTCP(c.t), ":")
 	n, _ := strconv.Atoi(p)
 	return n
 }

@@ -1,0 +1,633 @@
+package drain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seamdc/seam/internal/alarm"
+	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/scheduler"
+	"github.com/seamdc/seam/internal/topology/hostlist"
+)
+
+// Action is what an alarm type makes facilityd do.
+type Action string
+
+// Actions for alarm types.
+const (
+	Drain  Action = "drain"  // hold the domain's nodes
+	Notify Action = "notify" // record, count and export; no drain
+)
+
+// Config is the policy.
+type Config struct {
+	// Actions per alarm type; a type not listed drains if it is severe
+	// (the design brief's set) and only notifies otherwise.
+	Actions map[alarm.Type]Action
+	Storm   Storm
+	Flap    Flap
+	// ClearFor is how long an alarm must have been clear before its
+	// hold may be released (default 1 min).
+	ClearFor   time.Duration
+	Checkpoint Checkpoint
+	// DryRun prints every scheduler command instead of running it, and
+	// journals what it would have done.
+	DryRun bool
+	// AlarmPath reports whether the alarm path (Alertmanager's Watchdog)
+	// is alive; nil: not watched. While it is dead every release is
+	// refused.
+	AlarmPath func() bool
+}
+
+// Storm is the storm guard: how many nodes facilityd may drain in a
+// window without a person's approval.
+type Storm struct {
+	// MaxNodes caps the distinct nodes drained in Window (default: the
+	// largest module's node count).
+	MaxNodes int
+	// MaxFraction caps them as a share of the fleet (0: no cap).
+	MaxFraction float64
+	Window      time.Duration // default 10 min
+}
+
+// Flap is flap damping: an alarm raised Raises times within Within is
+// flapping, and its hold stays until it has been clear for HoldDown.
+type Flap struct {
+	Raises   int           // default 3
+	Within   time.Duration // default 10 min
+	HoldDown time.Duration // default 15 min
+}
+
+// Checkpoint is checkpoint_now: a signal to the batch shell of the
+// running jobs that opted in (a Comment holding Tag, or a QOS listed).
+type Checkpoint struct {
+	Enabled bool
+	Tag     string   // default seam:checkpoint_now; Tag=full also signals every step
+	QOS     []string // QOS names that opt in
+	Signal  string   // default USR1
+}
+
+// Silencer says whether an Alertmanager silence covers an alarm.
+type Silencer interface {
+	Matching(ctx context.Context, t alarm.Type, d alarm.Domain) (*alarm.Silence, error)
+}
+
+// Metrics counts what the controller does.
+type Metrics interface {
+	Action(kind string, nodes int) // drain, undrain, reason, signal, hold, release
+	Refusal(reason string)         // storm, release, request, unmapped
+	Error(op string)               // the scheduler refused or timed out
+	Latency(d time.Duration)       // alarm raised to its domain drained
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Action(string, int)    {}
+func (noMetrics) Refusal(string)        {}
+func (noMetrics) Error(string)          {}
+func (noMetrics) Latency(time.Duration) {}
+
+// Controller applies the policy to the alarm stream and the requests.
+type Controller struct {
+	cfg      Config
+	ix       *alarm.Index
+	sched    scheduler.Drainer
+	stream   *alarm.Stream
+	journal  Journal
+	store    *Store
+	clk      clock.Clock
+	log      *slog.Logger
+	silences Silencer
+	raise    func(alarm.Observation)
+	metrics  Metrics
+	out      io.Writer
+
+	mu         sync.Mutex
+	st         *State
+	emit       []alarm.Observation
+	suppressed map[Owner]string
+}
+
+// Deps are what a controller works with.
+type Deps struct {
+	Index     *alarm.Index
+	Scheduler scheduler.Drainer
+	Stream    *alarm.Stream
+	Journal   Journal // nil: none
+	Store     *Store  // nil: the state lives in memory only
+	State     *State  // the loaded state (nil: empty)
+	Clock     clock.Clock
+	Log       *slog.Logger
+	Silences  Silencer // nil: no Alertmanager silences
+	// Raise feeds facilityd's own alarms (drain_refused,
+	// unmapped_alarm) back into the stream; called without locks held.
+	Raise   func(alarm.Observation)
+	Metrics Metrics
+	// Out takes a dry run's commands (default: discarded).
+	Out io.Writer
+}
+
+// New returns a controller.
+func New(cfg Config, d Deps) *Controller {
+	if cfg.ClearFor <= 0 {
+		cfg.ClearFor = time.Minute
+	}
+	if cfg.Storm.Window <= 0 {
+		cfg.Storm.Window = 10 * time.Minute
+	}
+	if cfg.Storm.MaxNodes <= 0 {
+		cfg.Storm.MaxNodes = d.Index.LargestModule()
+	}
+	if cfg.Flap.Raises <= 0 {
+		cfg.Flap.Raises = 3
+	}
+	if cfg.Flap.Within <= 0 {
+		cfg.Flap.Within = 10 * time.Minute
+	}
+	if cfg.Flap.HoldDown <= 0 {
+		cfg.Flap.HoldDown = 15 * time.Minute
+	}
+	if cfg.Checkpoint.Tag == "" {
+		cfg.Checkpoint.Tag = "seam:checkpoint_now"
+	}
+	if cfg.Checkpoint.Signal == "" {
+		cfg.Checkpoint.Signal = "USR1"
+	}
+	c := &Controller{cfg: cfg, ix: d.Index, sched: d.Scheduler, stream: d.Stream, journal: d.Journal, store: d.Store, clk: d.Clock, log: d.Log,
+		silences: d.Silences, raise: d.Raise, metrics: d.Metrics, out: d.Out, st: d.State, suppressed: map[Owner]string{}}
+	if c.journal == nil {
+		c.journal = nop{}
+	}
+	if c.clk == nil {
+		c.clk = clock.Real{}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.metrics == nil {
+		c.metrics = noMetrics{}
+	}
+	if c.out == nil {
+		c.out = io.Discard
+	}
+	if c.st == nil {
+		c.st = NewState(d.Index.Site())
+	}
+	if c.raise == nil {
+		c.raise = func(alarm.Observation) {}
+	}
+	return c
+}
+
+// Config is the policy in force, with its defaults filled.
+func (c *Controller) Config() Config { return c.cfg }
+
+// ActionFor is what alarms of type t make facilityd do.
+func (c *Controller) ActionFor(t alarm.Type) Action {
+	if a, ok := c.cfg.Actions[t]; ok {
+		return a
+	}
+	if d, ok := alarm.Lookup(t); ok && d.Severity == alarm.Severe {
+		return Drain
+	}
+	return Notify
+}
+
+// lock and unlock: what was raised under the lock goes out after it.
+func (c *Controller) lock() { c.mu.Lock() }
+
+func (c *Controller) unlock() {
+	out := c.emit
+	c.emit = nil
+	c.mu.Unlock()
+	for _, o := range out {
+		c.raise(o)
+	}
+}
+
+func (c *Controller) record(kind string, data any) {
+	if c.cfg.DryRun && kind != RecDryRun && kind != RecAlarm && kind != RecStart {
+		data = map[string]any{"would": kind, "data": data}
+		kind = RecDryRun
+	}
+	if err := c.journal.Record(kind, data); err != nil {
+		c.log.Error("journal write failed", "kind", kind, "error", err)
+		c.metrics.Error("journal")
+	}
+}
+
+func (c *Controller) save() {
+	if c.store == nil || c.cfg.DryRun {
+		return
+	}
+	c.st.Alarms = c.stream.Snapshot()
+	if err := c.store.Save(c.st); err != nil {
+		c.log.Error("state not saved", "error", err)
+		c.metrics.Error("state")
+	}
+}
+
+// Handle acts on one event of the alarm stream.
+func (c *Controller) Handle(ctx context.Context, ev alarm.Event) {
+	if ev.Change == alarm.Seen {
+		return
+	}
+	a := ev.Alarm
+	c.record(RecAlarm, map[string]any{"change": ev.Change.String(), "type": a.Type, "domain": a.Domain.String(), "source": ev.Observation.SourceID(),
+		"at": ev.Observation.At, "detail": ev.Observation.Detail})
+	c.log.Info("alarm "+ev.Change.String(), "type", a.Type, "domain", a.Domain.String(), "source", ev.Observation.SourceID(), "detail", ev.Observation.Detail)
+	if c.ActionFor(a.Type) != Drain {
+		return
+	}
+	c.lock()
+	defer c.unlock()
+	switch ev.Change {
+	case alarm.Raised:
+		c.placeFacility(ctx, a, "")
+	case alarm.Cleared:
+		if h := c.st.Holds[FacilityOwner(a.Type, a.Domain)]; h != nil {
+			c.log.Info("alarm cleared: its hold stays until a person approves the release", "owner", h.Owner, "nodes", len(h.Nodes))
+		}
+		c.save()
+	}
+}
+
+// placeFacility places the hold of an active alarm: its domain's nodes,
+// unless the domain has none, a suppression covers it, or the storm
+// guard refuses. approvedBy bypasses the storm guard.
+func (c *Controller) placeFacility(ctx context.Context, a alarm.Alarm, approvedBy string) {
+	owner := FacilityOwner(a.Type, a.Domain)
+	if c.st.Holds[owner] != nil || (approvedBy == "" && c.st.Refused[owner] != nil) {
+		return // idempotent: held already, or waiting for approval
+	}
+	nodes := c.ix.Nodes(a.Domain)
+	if len(nodes) == 0 {
+		why := fmt.Sprintf("%s for %s: the inventory maps %s to no nodes, so nothing is drained", a.Type, a.Domain, a.Domain)
+		c.refuse("unmapped", owner, why)
+		c.emit = append(c.emit, alarm.Observation{Type: alarm.UnmappedAlarm, Domain: a.Domain, Active: true, Kind: alarm.FromFacilityd,
+			Source: "drain:" + string(a.Type), At: c.clk.Now(), Detail: why})
+		return
+	}
+	if why := c.suppressedBy(ctx, a.Type, a.Domain, nodes); why != "" {
+		if c.suppressed[owner] != why {
+			c.suppressed[owner] = why
+			c.record(RecSuppressed, map[string]any{"owner": owner, "nodes": len(nodes), "why": why})
+			c.log.Warn("drain suppressed", "owner", owner, "why", why)
+		}
+		return
+	}
+	delete(c.suppressed, owner)
+	if approvedBy == "" {
+		if why := c.stormCheck(nodes); why != "" {
+			c.st.Refused[owner] = &Refusal{Owner: owner, Domain: a.Domain, Nodes: nodes, At: c.clk.Now(), Why: why}
+			c.refuse("storm", owner, why)
+			c.emit = append(c.emit, alarm.Observation{Type: alarm.DrainRefused, Domain: a.Domain, Active: true, Kind: alarm.FromFacilityd,
+				Source: "storm:" + string(owner), At: c.clk.Now(), Detail: why})
+			c.save()
+			return
+		}
+	}
+	by := "facilityd"
+	if approvedBy != "" {
+		by = approvedBy
+	}
+	c.addHold(ctx, &Hold{Owner: owner, Domain: a.Domain, Nodes: slices.Clone(nodes), Why: a.Detail, Placed: c.clk.Now(), By: by})
+	if !a.FirstSeen.IsZero() && !a.LastSeen.IsZero() {
+		c.metrics.Latency(c.clk.Now().Sub(latestRaise(a)))
+	}
+	c.checkpoint(ctx, owner, nodes)
+}
+
+func latestRaise(a alarm.Alarm) time.Time {
+	if n := len(a.Raises); n > 0 {
+		return a.Raises[n-1]
+	}
+	return a.FirstSeen
+}
+
+func (c *Controller) addHold(ctx context.Context, h *Hold) {
+	now := c.clk.Now()
+	var fresh []string
+	held := c.st.holdsOf(h.Nodes)
+	for _, n := range h.Nodes {
+		if len(held[n]) == 0 {
+			fresh = append(fresh, n)
+		}
+	}
+	c.st.Holds[h.Owner] = h
+	if h.Owner.Kind() == OwnerFacility && len(fresh) > 0 {
+		c.st.Drains = append(c.st.Drains, DrainMark{At: now, Nodes: fresh})
+	}
+	c.record(RecHold, map[string]any{"owner": h.Owner, "domain": h.Domain.String(), "nodes": hostlist.Compress(h.Nodes), "count": len(h.Nodes), "by": h.By, "why": h.Why})
+	c.metrics.Action("hold", len(h.Nodes))
+	c.save() // the intent first: a crash now drains on restart
+	c.apply(ctx, h.Nodes)
+}
+
+func (c *Controller) refuse(reason string, owner Owner, why string) {
+	c.record(RecRefused, map[string]any{"reason": reason, "owner": owner, "why": why})
+	c.metrics.Refusal(reason)
+	c.log.Warn("refused", "reason", reason, "owner", owner, "why", why)
+}
+
+// suppressedBy names what suppresses drains for d, or "".
+func (c *Controller) suppressedBy(ctx context.Context, t alarm.Type, d alarm.Domain, nodes []string) string {
+	now := c.clk.Now()
+	for _, s := range c.st.Suppressions {
+		if !now.Before(s.Until) {
+			continue
+		}
+		if s.Domain == d || covers(c.ix.Nodes(s.Domain), nodes) {
+			return fmt.Sprintf("suppression of %s until %s by %s: %s", s.Domain, s.Until.UTC().Format(time.RFC3339), s.By, s.Why)
+		}
+	}
+	if c.silences == nil {
+		return ""
+	}
+	sil, err := c.silences.Matching(ctx, t, d)
+	if err != nil {
+		c.log.Warn("Alertmanager's silences not read: the drain goes ahead", "error", err)
+		c.metrics.Error("silences")
+		return ""
+	}
+	if sil != nil {
+		return fmt.Sprintf("Alertmanager silence %s by %s until %s: %s", sil.ID, sil.By, sil.EndsAt.UTC().Format(time.RFC3339), sil.Comment)
+	}
+	return ""
+}
+
+// covers reports whether every name of sub is in set (both sorted).
+func covers(set, sub []string) bool {
+	if len(set) == 0 {
+		return false
+	}
+	for _, n := range sub {
+		if _, ok := slices.BinarySearch(set, n); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// stormCheck says why draining nodes now would exceed the storm guard,
+// or "".
+func (c *Controller) stormCheck(nodes []string) string {
+	now := c.clk.Now()
+	held := c.st.holdsOf(nodes)
+	kept := c.st.Drains[:0]
+	size := 0
+	for _, m := range c.st.Drains {
+		if now.Sub(m.At) < c.cfg.Storm.Window {
+			kept = append(kept, m)
+			size += len(m.Nodes)
+		}
+	}
+	c.st.Drains = kept
+	recent := make(map[string]bool, size)
+	for _, m := range kept {
+		for _, n := range m.Nodes {
+			recent[n] = true
+		}
+	}
+	fresh := 0
+	for _, n := range nodes {
+		if len(held[n]) == 0 && !recent[n] {
+			fresh++
+		}
+	}
+	total := len(recent) + fresh
+	limit := c.cfg.Storm.MaxNodes
+	what := fmt.Sprintf("%d nodes", limit)
+	if f := c.cfg.Storm.MaxFraction; f > 0 {
+		if byShare := int(f * float64(c.ix.FleetSize())); byShare < limit {
+			limit, what = byShare, fmt.Sprintf("%.0f %% of the fleet's %d nodes (%d)", f*100, c.ix.FleetSize(), byShare)
+		}
+	}
+	if total <= limit {
+		return ""
+	}
+	return fmt.Sprintf("draining %d more nodes would make %d drained within %s, above the storm guard's %s: approve it with facilityd approve --action drain",
+		fresh, total, c.cfg.Storm.Window, what)
+}
+
+// apply brings the nodes' scheduler state in line with their holds:
+// drain what is held and not drained, update the reason of what
+// facilityd drained, undrain what facilityd drained and nothing holds,
+// and leave every drain and undrain facilityd did not make alone.
+func (c *Controller) apply(ctx context.Context, nodes []string) []string {
+	if len(nodes) == 0 {
+		return nil
+	}
+	now := c.clk.Now()
+	status, err := c.sched.Status(ctx, nodes)
+	if err != nil {
+		c.schedError("status", nodes, err)
+		for _, n := range nodes {
+			if len(c.st.HoldsOn(n)) > 0 && !c.st.node(n).Ours {
+				c.st.node(n).Pending = true
+			}
+		}
+		c.save()
+		return nil
+	}
+	if len(status.Unknown) > 0 {
+		c.schedError("unknown", status.Unknown, fmt.Errorf("%d node(s) of the inventory are unknown to the scheduler: %s", len(status.Unknown), hostlist.Compress(status.Unknown)))
+	}
+	held := c.st.holdsOf(nodes)
+	byReason := map[string][]string{}
+	var undrain []string
+	for _, n := range nodes {
+		ns, known := status.Nodes[n]
+		if !known {
+			continue
+		}
+		owners := held[n]
+		rec := c.st.Nodes[n]
+		if len(owners) == 0 {
+			if rec != nil && rec.Ours && ns.Drained && ns.Reason == rec.Reason {
+				undrain = append(undrain, n)
+			} else {
+				delete(c.st.Nodes, n) // nothing held, nothing of ours: forget it
+			}
+			continue
+		}
+		if rec != nil && len(rec.Overridden) > 0 {
+			if subset(owners, rec.Overridden) {
+				continue // an operator's choice, for these holds
+			}
+			rec.Overridden, rec.Override, rec.OverrideAt = nil, "", time.Time{} // a new hold
+		}
+		rec = c.st.node(n)
+		want := Reason(owners, scheduler.MaxReason)
+		switch {
+		case ns.Drained && (rec.Ours || rec.Pending) && ns.Reason == rec.Reason:
+			if !rec.Ours {
+				rec.Ours, rec.Since = true, now
+			}
+			rec.Pending = false
+			if want != rec.Reason {
+				byReason[want] = append(byReason[want], n)
+			}
+		case ns.Drained && rec.Ours:
+			c.override(n, rec, owners, fmt.Sprintf("drained by %s with reason %q", orSomeone(ns.ReasonBy), ns.Reason))
+			rec.External = ns.Reason
+		case ns.Drained:
+			rec.External, rec.Pending = ns.Reason, false // never overwritten, never undone
+		case rec.Ours:
+			c.override(n, rec, owners, "undrained by an operator")
+		default:
+			byReason[want] = append(byReason[want], n)
+		}
+	}
+	c.drain(ctx, byReason)
+	returned := c.undrain(ctx, undrain)
+	c.save()
+	return returned
+}
+
+func orSomeone(s string) string {
+	if s == "" {
+		return "someone"
+	}
+	return s
+}
+
+func subset(a, b []Owner) bool {
+	for _, o := range a {
+		if !slices.Contains(b, o) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Controller) override(n string, rec *NodeRecord, owners []Owner, what string) {
+	rec.Ours, rec.Pending = false, false
+	rec.Overridden, rec.Override, rec.OverrideAt = slices.Clone(owners), what, c.clk.Now()
+	c.record(RecOverride, map[string]any{"node": n, "what": what, "holds": owners})
+	c.log.Warn("an operator's own action on a held node: facilityd leaves it alone", "node", n, "what", what, "holds", owners)
+}
+
+func (c *Controller) schedError(op string, nodes []string, err error) {
+	c.record(RecError, map[string]any{"op": op, "nodes": hostlist.Compress(nodes), "error": err.Error()})
+	c.metrics.Error(op)
+	c.log.Error("scheduler", "op", op, "nodes", len(nodes), "error", err)
+}
+
+func (c *Controller) drain(ctx context.Context, byReason map[string][]string) {
+	reasons := make([]string, 0, len(byReason))
+	for r := range byReason {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	for _, reason := range reasons {
+		nodes := byReason[reason]
+		for _, n := range nodes {
+			rec := c.st.node(n)
+			if !rec.Ours {
+				rec.Pending = true
+			}
+			rec.Reason = reason
+		}
+		c.save()
+		op := scheduler.Op{Kind: "drain", Nodes: nodes, Reason: reason}
+		if c.cfg.DryRun {
+			c.dry(op)
+		} else if err := c.sched.Drain(ctx, nodes, reason); err != nil {
+			c.schedError("drain", nodes, err)
+			continue
+		}
+		now := c.clk.Now()
+		for _, n := range nodes {
+			rec := c.st.node(n)
+			if !rec.Ours {
+				rec.Ours, rec.Since = true, now
+			}
+			rec.Pending = false
+		}
+		c.record(RecDrain, map[string]any{"nodes": hostlist.Compress(nodes), "count": len(nodes), "reason": reason})
+		c.metrics.Action("drain", len(nodes))
+		c.log.Info("drained", "nodes", hostlist.Compress(nodes), "count", len(nodes), "reason", reason)
+	}
+}
+
+func (c *Controller) undrain(ctx context.Context, nodes []string) []string {
+	if len(nodes) == 0 {
+		return nil
+	}
+	op := scheduler.Op{Kind: "undrain", Nodes: nodes}
+	if c.cfg.DryRun {
+		c.dry(op)
+	} else if err := c.sched.Undrain(ctx, nodes); err != nil {
+		c.schedError("undrain", nodes, err)
+		return nil
+	}
+	for _, n := range nodes {
+		delete(c.st.Nodes, n)
+	}
+	c.record(RecUndrain, map[string]any{"nodes": hostlist.Compress(nodes), "count": len(nodes)})
+	c.metrics.Action("undrain", len(nodes))
+	c.log.Info("returned", "nodes", hostlist.Compress(nodes), "count", len(nodes))
+	return nodes
+}
+
+func (c *Controller) dry(op scheduler.Op) {
+	for _, cmd := range c.sched.Commands(op) {
+		fmt.Fprintf(c.out, "would run: %s\n", cmd)
+		c.record(RecDryRun, map[string]any{"command": cmd})
+	}
+}
+
+// checkpoint sends checkpoint_now to the running jobs on nodes that
+// opted in, once per job.
+func (c *Controller) checkpoint(ctx context.Context, owner Owner, nodes []string) {
+	cp := c.cfg.Checkpoint
+	if !cp.Enabled {
+		return
+	}
+	jobs, err := c.sched.Jobs(ctx, nodes)
+	if err != nil {
+		c.schedError("jobs", nodes, err)
+		return
+	}
+	if c.st.Signaled == nil {
+		c.st.Signaled = map[string]time.Time{}
+	}
+	for _, j := range jobs {
+		full, ok := optedIn(j, cp)
+		if !ok || !c.st.Signaled[j.ID].IsZero() {
+			continue
+		}
+		op := scheduler.Op{Kind: "signal", Job: j.ID, Signal: cp.Signal, Full: full}
+		if c.cfg.DryRun {
+			c.dry(op)
+		} else if err := c.sched.Signal(ctx, j.ID, cp.Signal, full); err != nil {
+			c.schedError("signal", j.Nodes, fmt.Errorf("job %s: %w", j.ID, err))
+			continue
+		}
+		c.st.Signaled[j.ID] = c.clk.Now()
+		c.record(RecSignal, map[string]any{"job": j.ID, "signal": cp.Signal, "full": full, "owner": owner, "nodes": hostlist.Compress(j.Nodes)})
+		c.metrics.Action("signal", 1)
+	}
+	c.save()
+}
+
+// optedIn: a comment word Tag (Tag=full: every step too), or a listed
+// QOS.
+func optedIn(j scheduler.Job, cp Checkpoint) (full, ok bool) {
+	for _, w := range strings.FieldsFunc(j.Comment, func(r rune) bool { return r == ' ' || r == ',' || r == ';' }) {
+		switch w {
+		case cp.Tag:
+			return false, true
+		case cp.Tag + "=full":
+			return true, true
+		}
+	}
+	return false, j.QOS != "" && slices.Contains(cp.QOS, j.QOS)
+}

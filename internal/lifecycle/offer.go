@@ -1,0 +1,118 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Offer is the transition a piece of evidence allows: what sat run
+// prints after a run, and does with --lifecycle-commission; what sat
+// burnin does for a baseline.
+type Offer struct {
+	Element  string `json:"element"`
+	From     State  `json:"from"`
+	To       State  `json:"to"`
+	Ready    bool   `json:"ready"`         // the transition would be made now
+	Why      string `json:"why,omitempty"` // why not, when not ready
+	Command  string `json:"command"`       // the sat lifecycle command that makes it
+	Evidence string `json:"evidence"`
+}
+
+// OfferSAT says which transition the SAT bundle in dir allows: its
+// module from installed to commissioned (the whole site for a plan of
+// every module).
+func (s *Store) OfferSAT(ctx context.Context, dir string) (Offer, error) {
+	module, err := bundleModule(dir)
+	if err != nil {
+		return Offer{}, err
+	}
+	si, err := s.storeInfo(ctx)
+	if err != nil {
+		return Offer{}, err
+	}
+	target := module
+	if target == "" {
+		target = si.Site
+	}
+	o := Offer{Element: target, From: Installed, To: Commissioned, Evidence: dir,
+		Command: fmt.Sprintf("sat lifecycle move %s commissioned --evidence %s --reason %q", target, dir, "SAT passed")}
+	el, err := s.element(ctx, s.db, target)
+	if err != nil {
+		return o, err
+	}
+	if el == nil {
+		o.Why = fmt.Sprintf("the store has no element %s", target)
+		return o, nil
+	}
+	if el.State != Installed {
+		o.Why = fmt.Sprintf("%s is %s, not installed", target, el.State)
+		return o, nil
+	}
+	pv, err := s.currentPolicy(ctx, s.db)
+	if err != nil {
+		return o, err
+	}
+	if _, err := VerifySAT(dir, pv.P.EvidenceKeyList(), si.Site, el.Module); err != nil {
+		o.Why = err.Error()
+		return o, nil
+	}
+	o.Ready = true
+	return o, nil
+}
+
+// Commission moves the module of the SAT bundle in dir (and everything
+// it contains that is installed) to commissioned.
+func (s *Store) Commission(ctx context.Context, a Auth, dir, reason string) (*Moved, error) {
+	o, err := s.OfferSAT(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		reason = "SAT passed: " + dir
+	}
+	return s.Transition(ctx, a, Move{Element: o.Element, To: Commissioned, SAT: dir, Reason: reason})
+}
+
+// OfferBaseline says which transition a node's baseline allows: the
+// node from commissioned to provisioned.
+func (s *Store) OfferBaseline(ctx context.Context, file string) (Offer, error) {
+	b, _, err := ReadBaseline(file)
+	if err != nil {
+		return Offer{}, err
+	}
+	key, err := s.Resolve(ctx, b.Node)
+	if err != nil {
+		return Offer{}, err
+	}
+	o := Offer{Element: key, From: Commissioned, To: Provisioned, Evidence: file,
+		Command: fmt.Sprintf("sat lifecycle move %s provisioned --baseline %s --reason %q", key, file, "burn-in baseline")}
+	el, err := s.element(ctx, s.db, key)
+	if err != nil {
+		return o, err
+	}
+	switch {
+	case el.State != Commissioned:
+		o.Why = fmt.Sprintf("%s is %s, not commissioned", key, el.State)
+	case !b.Passed:
+		o.Why = "the burn-in did not pass"
+	case b.Serial != el.Serial:
+		o.Why = fmt.Sprintf("the baseline is of serial %s, %s holds %s", b.Serial, key, el.Serial)
+	default:
+		o.Ready = true
+	}
+	return o, nil
+}
+
+// Provision moves the node of a baseline (and its parts) to
+// provisioned.
+func (s *Store) Provision(ctx context.Context, a Auth, file, reason string) (*Moved, error) {
+	o, err := s.OfferBaseline(ctx, file)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		reason = "burn-in baseline " + file
+	}
+	return s.Transition(ctx, a, Move{Element: o.Element, To: Provisioned, Baselines: []string{file}, Reason: reason})
+}

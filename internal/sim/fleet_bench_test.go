@@ -1,0 +1,154 @@
+package sim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/sim/fleet"
+)
+
+// TestFleetBenchServer is BenchmarkServedFleet's server, run in its own
+// process (SEAM_FLEETBENCH=K): K copies of the example site with its
+// handover inventory's fleet (864 nodes each, every one training; 1,689
+// BMCs) and its 123 devices, physics at 100 Hz in real time. It prints
+// the compute BMCs' addresses as JSON lines and "ready", and serves
+// until its stdin closes.
+func TestFleetBenchServer(t *testing.T) {
+	copies, _ := strconv.Atoi(os.Getenv("SEAM_FLEETBENCH"))
+	if copies <= 0 {
+		t.Skip("BenchmarkServedFleet's server")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	enc := json.NewEncoder(os.Stdout)
+	n := 0
+	for range copies {
+		s := withInventory(t)
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.SetNodes(NodeRequest{All: true, State: fleet.Training}); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range s.BMCs() {
+			n++
+			if b.Kind == "compute" {
+				_ = enc.Encode(b)
+			}
+		}
+		wg.Go(func() { _ = s.Site.Run(ctx, clock.Real{}, 1) })
+	}
+	fmt.Printf("ready %d\n", n)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	cancel()
+	wg.Wait()
+}
+
+// BenchmarkServedFleet measures the simulator's CPU with its fleet, in
+// a process of its own: the example site (864 nodes, 1,689 BMCs, 123
+// devices) and two copies of it (1,728 nodes: past the goal's 1,000),
+// every node training (its power summed onto the PDUs and feeds every
+// 10 ms), physics at 100 Hz in real time. Idle: no client; polled: this
+// process reads every node's PowerLimit (its power reading) once every
+// 5 s, as a headroom poller would, with basic authentication.
+func BenchmarkServedFleet(b *testing.B) {
+	for _, copies := range []int{1, 2} {
+		b.Run(fmt.Sprintf("nodes=%d", copies*864), func(b *testing.B) { benchServedFleet(b, copies) })
+	}
+}
+
+func benchServedFleet(b *testing.B, copies int) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetBenchServer$", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), "SEAM_FLEETBENCH="+strconv.Itoa(copies))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	var nodes []BMCEndpoint
+	bmcs := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if _, err := fmt.Sscanf(sc.Text(), "ready %d", &bmcs); err == nil {
+			break
+		}
+		var e BMCEndpoint
+		if err := json.Unmarshal(sc.Bytes(), &e); err == nil {
+			nodes = append(nodes, e)
+		}
+	}
+	if bmcs == 0 {
+		b.Fatal("the server stopped before it was ready")
+	}
+	time.Sleep(2 * time.Second)
+	idle := measure(b, cmd.Process.Pid, 10*time.Second)
+
+	sec := SecretsFrom(noEnv)
+	ctx, cancel := context.WithCancel(context.Background())
+	var good, bad atomic.Int64
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if (clock.Real{}).Sleep(ctx, time.Duration(i)*5*time.Second/time.Duration(len(nodes))) != nil {
+				return
+			}
+			for {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.Address+"/redfish/v1/Chassis/"+flat(n.Key)+"/Controls/PowerLimit", nil)
+				req.SetBasicAuth(sec.BMCUser, sec.BMCPassword)
+				resp, err := client.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				switch {
+				case err == nil && resp.StatusCode == http.StatusOK:
+					good.Add(1)
+				case ctx.Err() == nil:
+					bad.Add(1)
+				}
+				if (clock.Real{}).Sleep(ctx, 5*time.Second) != nil {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(6 * time.Second) // every poller running
+	good.Store(0)
+	polled := measure(b, cmd.Process.Pid, 10*time.Second)
+	cancel()
+	wg.Wait()
+	b.ReportMetric(float64(len(nodes)), "nodes")
+	b.ReportMetric(float64(bmcs), "bmcs")
+	b.ReportMetric(idle*100, "%core-idle")
+	b.ReportMetric(polled*100, "%core-polled")
+	b.ReportMetric(float64(good.Load())/10, "readings/s")
+	b.ReportMetric(float64(bad.Load()), "bad-readings")
+}
+
+func flat(key string) string {
+	out := []byte(key)
+	for i, c := range out {
+		if c == '/' {
+			out[i] = '-'
+		}
+	}
+	return string(out)
+}
