@@ -1,14 +1,10 @@
 package satcmd
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/sign"
@@ -31,7 +27,7 @@ func evidenceSigner(k keyFlags, lookupEnv func(string) (string, bool)) (evidence
 		return nil, "", fmt.Errorf("signing key: %w", err)
 	}
 	if pub, _, _, _, err := ssh.ParseAuthorizedKey(raw); err == nil {
-		s, err := agentSigner(pub, lookupEnv)
+		s, err := sign.AgentSigner(pub, lookupEnv)
 		if err != nil {
 			return nil, "", fmt.Errorf("signing key %s is a public key, so ssh-agent must hold its private key: %w", k.key, err)
 		}
@@ -50,31 +46,6 @@ func evidenceSigner(k keyFlags, lookupEnv func(string) (string, bool)) (evidence
 		return nil, "", err
 	}
 	return evidence.SSHSigner(s), ssh.FingerprintSHA256(s.PublicKey()), nil
-}
-
-// agentSigner finds pub among the keys of the ssh-agent at
-// SSH_AUTH_SOCK. The connection stays open while the process lives.
-func agentSigner(pub ssh.PublicKey, lookupEnv func(string) (string, bool)) (ssh.Signer, error) {
-	sock, ok := lookupEnv("SSH_AUTH_SOCK")
-	if !ok || sock == "" {
-		return nil, errors.New("SSH_AUTH_SOCK is not set (start ssh-agent and ssh-add the key, or give the private key file)")
-	}
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		return nil, fmt.Errorf("ssh-agent at %s: %w", sock, err)
-	}
-	signers, err := agent.NewClient(conn).Signers()
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("ssh-agent at %s: %w", sock, err)
-	}
-	for _, s := range signers {
-		if bytes.Equal(s.PublicKey().Marshal(), pub.Marshal()) {
-			return s, nil
-		}
-	}
-	conn.Close()
-	return nil, fmt.Errorf("ssh-agent at %s does not hold %s (ssh-add it)", sock, ssh.FingerprintSHA256(pub))
 }
 
 // readKeys reads an authorized_keys-format file of trusted keys.

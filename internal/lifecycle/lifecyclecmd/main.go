@@ -5,20 +5,16 @@
 package lifecyclecmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/lifecycle"
@@ -134,7 +130,7 @@ func (c *common) auth() (lifecycle.Auth, error) {
 		return lifecycle.Auth{}, fmt.Errorf("signing key: %w", err)
 	}
 	if pub, _, _, _, err := ssh.ParseAuthorizedKey(raw); err == nil {
-		s, err := agentSigner(pub, c.lookupEnv)
+		s, err := sign.AgentSigner(pub, c.lookupEnv)
 		if err != nil {
 			return lifecycle.Auth{}, fmt.Errorf("signing key %s is a public key, so ssh-agent must hold its private key: %w", c.key, err)
 		}
@@ -153,31 +149,6 @@ func (c *common) auth() (lifecycle.Auth, error) {
 		return lifecycle.Auth{}, err
 	}
 	return lifecycle.KeyAuth(s, c.principal), nil
-}
-
-// agentSigner finds pub among the keys of the ssh-agent at
-// SSH_AUTH_SOCK (a hardware key signs that way).
-func agentSigner(pub ssh.PublicKey, lookupEnv func(string) (string, bool)) (ssh.Signer, error) {
-	sock, ok := lookupEnv("SSH_AUTH_SOCK")
-	if !ok || sock == "" {
-		return nil, errors.New("SSH_AUTH_SOCK is not set (start ssh-agent and ssh-add the key, or give the private key file)")
-	}
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		return nil, fmt.Errorf("ssh-agent at %s: %w", sock, err)
-	}
-	signers, err := agent.NewClient(conn).Signers()
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("ssh-agent at %s: %w", sock, err)
-	}
-	for _, s := range signers {
-		if bytes.Equal(s.PublicKey().Marshal(), pub.Marshal()) {
-			return s, nil
-		}
-	}
-	conn.Close()
-	return nil, fmt.Errorf("ssh-agent at %s does not hold %s (ssh-add it)", sock, ssh.FingerprintSHA256(pub))
 }
 
 // fail prints err and returns its exit code.
