@@ -225,20 +225,7 @@ func (s *Store) rackKey(ctx context.Context, module, name, position string) (str
 
 // children lists an element's children, by slot.
 func (s *Store) children(ctx context.Context, key string) ([]*Element, error) {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT "+elementCols+" FROM elements WHERE parent = ? ORDER BY slot, key"), key)
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	defer rows.Close()
-	var out []*Element
-	for rows.Next() {
-		e, err := scanElement(rows)
-		if err != nil {
-			return nil, s.wrap(err)
-		}
-		out = append(out, e)
-	}
-	return out, s.wrap(rows.Err())
+	return s.queryOn(ctx, s.db, "SELECT "+elementCols+" FROM elements WHERE parent = ? ORDER BY slot, key", key)
 }
 
 // planRack is the as-built of one rack record: the rack, each tray of
