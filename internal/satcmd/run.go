@@ -256,7 +256,42 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 		}
 	}
 	summarize(stdout, res, dir)
+	if res.Abort != nil {
+		fmt.Fprintf(stdout, "fix the cause, then continue after the last completed case:\n  %s\n", resumeCommand(args, dir))
+	}
 	return runner.ExitCode(res)
+}
+
+// resumeCommand is the sat run command line that continues this run:
+// its own arguments, with --out DIR replaced by --resume DIR.
+func resumeCommand(args []string, dir string) string {
+	cmd := []string{"sat", "run"}
+	resumed := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--out" || a == "-out":
+			i++
+			continue
+		case strings.HasPrefix(a, "--out=") || strings.HasPrefix(a, "-out="):
+			continue
+		case a == "--resume" || a == "-resume" || strings.HasPrefix(a, "--resume=") || strings.HasPrefix(a, "-resume="):
+			resumed = true
+		}
+		cmd = append(cmd, shellWord(a))
+	}
+	if !resumed {
+		cmd = append(cmd, "--resume", shellWord(dir))
+	}
+	return strings.Join(cmd, " ")
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\|&;<>()*?[]#~{}!") {
+		return s
+	}
+	return shellQuote(s)
 }
 
 // stderrLog is the run's log on stderr, between the progress lines:

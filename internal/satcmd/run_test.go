@@ -411,6 +411,8 @@ func TestOvershootDefectTripsTheInterlock(t *testing.T) {
 	code, res, stdout := simRun(t, examplePlan(t, plan.SAT), out, "--defect", "l1-overshoot")
 	require.Equal(t, 3, code, stdout)
 	require.NotNil(t, res.Abort)
+	assert.Contains(t, stdout, "fix the cause, then continue after the last completed case:\n  sat run ", "the abort says how to resume")
+	assert.Contains(t, stdout, " --defect l1-overshoot --resume "+out+"\n")
 	assert.Equal(t, results.CauseInterlock, res.Abort.Cause)
 	assert.Equal(t, "l1-ma-supply-temp", res.Abort.Interlock)
 	assert.Greater(t, *res.Abort.Value, 36.5)
@@ -558,4 +560,17 @@ func TestWatchdogTripIsAnEvent(t *testing.T) {
 	assert.Contains(t, string(journal), `"by":"simulator"`)
 	code, vout, _ := sat(t, "verify", out)
 	assert.Equal(t, 0, code, vout)
+}
+
+func TestResumeCommand(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sat.json", "--site", "site", "--sign-key", "k", "--out", "ev"}, "sat run sat.json --site site --sign-key k --resume ev"},
+		{[]string{"sat.json", "--sim", "--out=ev", "--operator", "A. Engineer"}, "sat run sat.json --sim --operator 'A. Engineer' --resume ev"},
+		{[]string{"--resume", "ev", "--sim"}, "sat run --resume ev --sim"},
+	} {
+		assert.Equal(t, tt.want, resumeCommand(tt.args, "ev"), "%q", tt.args)
+	}
 }
