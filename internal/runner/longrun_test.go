@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -28,7 +29,8 @@ import (
 // A whole hour of site time at 100 channels × 10 Hz (3.6 million
 // samples, written, interlocked and graded), in a synctest bubble so
 // that it takes seconds: the process's resident memory must stay flat,
-// growing at most 10 % from the tenth minute to the end. The runner
+// its median over the last ten minutes at most 10 % above that of
+// minutes 10 to 20. The runner
 // keeps no sample in memory: it writes them to the bundle and grades
 // from there.
 func TestHourAtHundredChannelsKeepsMemoryFlat(t *testing.T) {
@@ -85,20 +87,39 @@ func TestHourAtHundredChannelsKeepsMemoryFlat(t *testing.T) {
 
 		mu.Lock()
 		defer mu.Unlock()
-		base, top := rss[10], int64(0)
+		// medians of the minutes 10–20 and 50–60: one collection's timing
+		// moves a single reading by a few MB on a busy machine; keeping
+		// the samples in memory would grow it by hundreds of MB
+		base, late := medianOf(rss, 10, 20), medianOf(rss, 50, 60)
+		top := int64(0)
 		for m, v := range rss {
 			if m >= 10 {
 				top = max(top, v)
 			}
 		}
 		require.Positive(t, base)
-		growth := float64(top-base) / float64(base) * 100
+		growth := float64(late-base) / float64(base) * 100
 		var heap runtime.MemStats
 		runtime.ReadMemStats(&heap)
-		t.Logf("1 h of site time, %d channels at 10 Hz: resident %.1f MB at 10 min, at most %.1f MB after (growth %.1f %%); %d GCs",
-			channels, float64(base)/1e6, float64(top)/1e6, growth, heap.NumGC)
+		t.Logf("1 h of site time, %d channels at 10 Hz: resident %.1f MB (median, minutes 10-20), %.1f MB (minutes 50-60), growth %.1f %%; at most %.1f MB; %d GCs",
+			channels, float64(base)/1e6, float64(late)/1e6, growth, float64(top)/1e6, heap.NumGC)
 		assert.LessOrEqual(t, growth, 10.0)
 	})
+}
+
+// medianOf is the median of the readings of minutes from to to.
+func medianOf(rss map[int]int64, from, to int) int64 {
+	var vs []int64
+	for m := from; m <= to; m++ {
+		if v, ok := rss[m]; ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0
+	}
+	slices.Sort(vs)
+	return vs[len(vs)/2]
 }
 
 // residentBytes is the process's resident set size.
