@@ -17,16 +17,26 @@ import (
 	"github.com/seamdc/seam/internal/sim"
 )
 
-// TestBMCBenchServer is BenchmarkDiscover's server, in its own process
-// (SEAM_DISCOVERBENCH=1): the simulated example site, its 1,689 BMCs on
-// loopback and its physics at 100 Hz in real time, as sat sim serves
-// it. It prints the BMCs as JSON lines and "ready", and serves until its
-// stdin closes.
-func TestBMCBenchServer(t *testing.T) {
-	if os.Getenv("SEAM_DISCOVERBENCH") == "" {
-		t.Skip("BenchmarkDiscover's server")
+// TestMain runs BenchmarkDiscover's server when the benchmark starts
+// this test binary with SEAM_DISCOVERBENCH=1, and the tests otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv("SEAM_DISCOVERBENCH") != "" {
+		os.Exit(serveBMCsForBench())
 	}
-	o := served(t)
+	os.Exit(m.Run())
+}
+
+// serveBMCsForBench is BenchmarkDiscover's server, in its own process:
+// the simulated example site, its 1,689 BMCs on loopback and its physics
+// at 100 Hz in real time, as sat sim serves it. It prints the BMCs as
+// JSON lines and "ready", and serves until its stdin closes.
+func serveBMCsForBench() int {
+	o, err := openServed()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer o.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = o.Site.Run(ctx, clock.Real{}, 1); close(done) }()
@@ -38,6 +48,7 @@ func TestBMCBenchServer(t *testing.T) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	cancel()
 	<-done
+	return 0
 }
 
 // BenchmarkDiscover walks 1,000 BMCs of the simulated site (the first by
@@ -48,7 +59,7 @@ func TestBMCBenchServer(t *testing.T) {
 // has each BMC build its tree (Export of its tray); the timed walks are
 // the steady state. Reports seconds per walk and requests per second.
 func BenchmarkDiscover(b *testing.B) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBMCBenchServer$", "-test.timeout=30m")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.timeout=30m")
 	cmd.Env = append(os.Environ(), "SEAM_DISCOVERBENCH=1")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()

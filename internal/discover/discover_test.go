@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,13 +27,26 @@ const example = "../../contracts/examples/threemodule"
 // served is the example site, simulated, with its BMCs on loopback.
 func served(t testing.TB) *sim.Opened {
 	t.Helper()
-	o, diags, err := sim.Open(sim.Paths{Contracts: example, Fixtures: "../../fixtures"}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }),
-		time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	o, err := openServed()
 	require.NoError(t, err)
-	require.Empty(t, diags)
-	require.NoError(t, o.Start())
 	t.Cleanup(o.Close)
 	return o
+}
+
+// openServed opens the simulated example site and serves it.
+func openServed() (*sim.Opened, error) {
+	o, diags, err := sim.Open(sim.Paths{Contracts: example, Fixtures: "../../fixtures"}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	if err == nil && len(diags) > 0 {
+		err = fmt.Errorf("the simulated site's inputs: %v", diags)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Start(); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // simClock waits in site time: a Retry-After moves the simulation on.

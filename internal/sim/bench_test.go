@@ -25,9 +25,14 @@ import (
 // example site (123 devices each) with their physics at 100 Hz in real
 // time, prints its devices as JSON lines and "ready", and serves until
 // its stdin closes. The benchmark measures that process's CPU alone.
+// With SEAM_FLEETBENCH=K it is BenchmarkServedFleet's server instead
+// (serveFleetForBench).
 func TestMain(m *testing.M) {
 	if n := os.Getenv("SEAM_SIMBENCH_COPIES"); n != "" {
 		os.Exit(serveForBench(n))
+	}
+	if k := os.Getenv("SEAM_FLEETBENCH"); k != "" {
+		os.Exit(serveFleetForBench(k))
 	}
 	os.Exit(m.Run())
 }

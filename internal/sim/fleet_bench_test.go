@@ -19,29 +19,35 @@ import (
 	"github.com/seamdc/seam/internal/sim/fleet"
 )
 
-// TestFleetBenchServer is BenchmarkServedFleet's server, run in its own
-// process (SEAM_FLEETBENCH=K): K copies of the example site with its
-// handover inventory's fleet (864 nodes each, every one training; 1,689
-// BMCs) and its 123 devices, physics at 100 Hz in real time. It prints
-// the compute BMCs' addresses as JSON lines and "ready", and serves
-// until its stdin closes.
-func TestFleetBenchServer(t *testing.T) {
-	copies, _ := strconv.Atoi(os.Getenv("SEAM_FLEETBENCH"))
-	if copies <= 0 {
-		t.Skip("BenchmarkServedFleet's server")
+// serveFleetForBench is BenchmarkServedFleet's server, run in its own
+// process (SEAM_FLEETBENCH=K, through TestMain): K copies of the example
+// site with its handover inventory's fleet (864 nodes each, every one
+// training; 1,689 BMCs) and its 123 devices, physics at 100 Hz in real
+// time. It prints the compute BMCs' addresses as JSON lines and "ready",
+// and serves until its stdin closes.
+func serveFleetForBench(k string) int {
+	copies, err := strconv.Atoi(k)
+	if err != nil || copies <= 0 {
+		fmt.Fprintf(os.Stderr, "SEAM_FLEETBENCH=%q: want a number of copies\n", k)
+		return 2
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var wg sync.WaitGroup
 	enc := json.NewEncoder(os.Stdout)
 	n := 0
 	for range copies {
-		s := withInventory(t)
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
+		s, err := newWithInventory()
+		if err == nil {
+			err = s.Start()
 		}
-		defer s.Close()
-		if _, err := s.SetNodes(NodeRequest{All: true, State: fleet.Training}); err != nil {
-			t.Fatal(err)
+		if err == nil {
+			defer s.Close()
+			_, err = s.SetNodes(NodeRequest{All: true, State: fleet.Training})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
 		for _, b := range s.BMCs() {
 			n++
@@ -55,6 +61,7 @@ func TestFleetBenchServer(t *testing.T) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	cancel()
 	wg.Wait()
+	return 0
 }
 
 // BenchmarkServedFleet measures the simulator's CPU with its fleet, in
@@ -71,7 +78,7 @@ func BenchmarkServedFleet(b *testing.B) {
 }
 
 func benchServedFleet(b *testing.B, copies int) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetBenchServer$", "-test.timeout=10m")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.timeout=10m")
 	cmd.Env = append(os.Environ(), "SEAM_FLEETBENCH="+strconv.Itoa(copies))
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()

@@ -30,8 +30,16 @@ var (
 // fleet (the nodes named as in Slurm, the BMCs at their addresses).
 func withInventory(t testing.TB) *Sim {
 	t.Helper()
+	s, err := newWithInventory()
+	require.NoError(t, err)
+	return s
+}
+
+func newWithInventory() (*Sim, error) {
 	loadOnce.Do(loadExample)
-	require.NoError(t, exErr)
+	if exErr != nil {
+		return nil, exErr
+	}
 	invOnce.Do(func() {
 		c, _, err := contract.Load(exampleDir)
 		if err == nil {
@@ -43,10 +51,10 @@ func withInventory(t testing.TB) *Sim {
 		}
 		invGraph, _ = c.Graph()
 	})
-	require.NoError(t, invErr)
-	s, err := New(Config{Contracts: exC, Sim: exCfg, Profiles: exSet, Secrets: SecretsFrom(noEnv), Epoch: epoch, Graph: invGraph})
-	require.NoError(t, err)
-	return s
+	if invErr != nil {
+		return nil, invErr
+	}
+	return New(Config{Contracts: exC, Sim: exCfg, Profiles: exSet, Secrets: SecretsFrom(noEnv), Epoch: epoch, Graph: invGraph})
 }
 
 func sig(t *testing.T, s *Sim, el, name string) float64 {
