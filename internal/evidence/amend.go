@@ -20,10 +20,12 @@ const (
 // Amendment is the data of an amend record: what the segment is for,
 // who signs it in which role, and the manifest it follows.
 type Amendment struct {
-	Purpose  string `json:"purpose"`
-	Role     string `json:"role"`
-	By       string `json:"by"`
-	Note     string `json:"note,omitempty"`
+	Purpose string `json:"purpose"`
+	Role    string `json:"role"`
+	By      string `json:"by"`
+	Note    string `json:"note,omitempty"`
+	// Case is the case a retry runs again.
+	Case     string `json:"case,omitempty"`
 	Manifest string `json:"manifest"`
 }
 
@@ -31,13 +33,24 @@ type Amendment struct {
 // records and files chained after everything signed, closed with a seal
 // by its signer. Nothing written before is changed.
 type Amender struct {
-	b       *Bundle
-	am      Amendment
-	start   int64    // journal bytes before the amendment
-	files   []string // written, for Abandon
-	closed  bool
-	Segment int // its number, 1 for the first
+	b     *Bundle
+	am    Amendment
+	start int64 // journal bytes before the amendment
+	// samples.csv's bytes before it (a retry appends samples)
+	startSamples int64
+	files        []string // written, for Abandon
+	closed       bool
+	rep          *Report // the bundle's audit before the amendment
+	Segment      int     // its number, 1 for the first
 }
+
+// Report is the audit of the bundle the amendment follows.
+func (a *Amender) Report() *Report { return a.rep }
+
+// Bundle is the bundle the amendment writes to, for a retry that runs a
+// case: its records and samples are the amendment's, made durable only
+// when Close signs it (its Seal and Sync checkpoint, never sign).
+func (a *Amender) Bundle() *Bundle { return a.b }
 
 // ErrNotFinished is returned (wrapped) by Amend for a run that has not
 // ended: resume it instead.
@@ -57,6 +70,11 @@ func Amend(dir string, signer Signer, am Amendment, c clock.Clock) (*Amender, er
 	rep, err := Audit(dir, AuditOptions{})
 	if err != nil {
 		return nil, err
+	}
+	if am.Purpose == PurposeRetry {
+		if rep, err = cutInterruptedRetry(dir, rep); err != nil {
+			return nil, err
+		}
 	}
 	var reasons []string
 	for _, p := range rep.All() {
@@ -94,7 +112,7 @@ func Amend(dir string, signer Signer, am Amendment, c clock.Clock) (*Amender, er
 	if err := hashPrefix(b, lc.bytes); err != nil {
 		return nil, err
 	}
-	a := &Amender{b: b, am: am, start: rep.JournalBytes, Segment: len(rep.Segments) + 1}
+	a := &Amender{b: b, am: am, start: rep.JournalBytes, startSamples: lc.bytes, rep: rep, Segment: len(rep.Segments) + 1}
 	if _, err := b.Append(KindAmend, "", am); err != nil {
 		return nil, errors.Join(err, a.Abandon())
 	}
@@ -167,13 +185,33 @@ func (a *Amender) Abandon() error {
 	a.closed = true
 	a.b.mu.Lock()
 	defer a.b.mu.Unlock()
-	errs := []error{a.b.journal.Close(), a.b.samples.Close(), os.Truncate(filepath.Join(a.b.dir, JournalFile), a.start)}
+	errs := []error{a.b.journal.Close(), a.b.samples.Close(), os.Truncate(filepath.Join(a.b.dir, JournalFile), a.start),
+		os.Truncate(filepath.Join(a.b.dir, SamplesFile), a.startSamples)}
 	for _, f := range a.files {
 		if err := os.Remove(tmpPath(filepath.Join(a.b.dir, filepath.FromSlash(f)))); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cutInterruptedRetry cuts a retry amendment that no signature closed
+// (the retry was killed) back off the bundle's end, journal and samples,
+// and audits it again: what it held was never signed, so it is not
+// evidence, and the retry runs again from where the bundle was signed.
+func cutInterruptedRetry(dir string, rep *Report) (*Report, error) {
+	n := len(rep.Segments)
+	if n == 0 || rep.Segments[n-1].Seal != nil || rep.Segments[n-1].Purpose != PurposeRetry {
+		return rep, nil
+	}
+	seg := rep.Segments[n-1]
+	if err := os.Truncate(filepath.Join(dir, JournalFile), seg.offset); err != nil {
+		return nil, fmt.Errorf("cutting back the interrupted retry of %s: %w", seg.Case, err)
+	}
+	if err := os.Truncate(filepath.Join(dir, SamplesFile), seg.samples); err != nil {
+		return nil, fmt.Errorf("cutting back the interrupted retry of %s: %w", seg.Case, err)
+	}
+	return Audit(dir, AuditOptions{})
 }
 
 // hashPrefix sets the bundle's running samples digest to the first n

@@ -76,9 +76,14 @@ type Report struct {
 	Uncovered     int
 	// Segments are the signed amendments after the run's end.
 	Segments []Segment
-	// CaseAudits are the completed cases, re-graded.
+	// CaseAudits are the completed cases' attempts, in journal order,
+	// re-graded.
 	CaseAudits []*AuditCase
-	Results    *results.Results
+	// Results is results.json, with the last attempt of every case a
+	// signed retry amendment ran again in place of the run's (Retried
+	// lists those cases) and its counts and outcome summarized again.
+	Results *results.Results
+	Retried []string
 	Plan       *plan.Plan
 	// Regraded and Checks count the cases and checks re-graded.
 	Regraded, Checks int
@@ -99,6 +104,9 @@ func (r *Report) FileDigest(name string) (string, bool) {
 	d, ok := r.state.files[name]
 	return d, ok
 }
+
+// RunStart is the data of the run's first run_start record.
+func (r *Report) RunStart() json.RawMessage { return r.state.runStart }
 
 // OK reports whether nothing is wrong.
 func (r *Report) OK() bool { return len(r.Problems) == 0 && len(r.Mismatches) == 0 }
@@ -131,15 +139,25 @@ type Segment struct {
 	N                       int
 	First, Last             int64 // records
 	Purpose, Role, By, Note string
+	Case                    string   // the case a retry runs again
 	Manifest                string   // the manifest it follows
 	Adds                    []string // what it adds: files, records
 	Seal                    *Signature
+	// where it starts: the journal's bytes and the samples checkpointed
+	// before it (an interrupted retry is cut back to them)
+	offset, samples int64
 }
 
-// AuditCase is a completed case and its re-grade.
+// AuditCase is a completed attempt of a case and its re-grade. A case
+// ends more than once when it is run again: in the run (sat run
+// --resume --case) or in a signed retry amendment after the run's end
+// (sat run --retry); the last attempt counts.
 type AuditCase struct {
 	Record int64 // the case_end record
 	End    CaseEnd
+	// Attempt counts the case's attempts from 1; Segment is the
+	// amendment the attempt was made in (0: the run).
+	Attempt, Segment int
 	Plan   *plan.Case // nil when the plan has no such case
 	// Verdicts are the re-graded verdicts, in the plan's check order
 	// (nil when the case was not re-graded).
@@ -223,6 +241,7 @@ type auditor struct {
 	untrusted    []untrustedSeal
 	segs         []*Segment
 	segOpen      *Segment
+	recStart     int64 // the journal offset where the record being read starts
 	lastTime     time.Time
 	resultsAt    int64 // the journal's last record of results.json (0: none)
 }

@@ -298,7 +298,8 @@ func (a *auditor) checkResults() {
 	for i := range res.Cases {
 		byID[res.Cases[i].ID] = &res.Cases[i]
 	}
-	for _, ac := range rep.CaseAudits {
+	run, retried := lastAttempts(rep)
+	for _, ac := range run {
 		rc := byID[ac.End.Result.ID]
 		switch {
 		case rc == nil:
@@ -310,6 +311,57 @@ func (a *auditor) checkResults() {
 	if a.resultsAt > 0 && !rep.Complete {
 		rep.Stopped = true
 	}
+	for _, ac := range retried {
+		if rc := byID[ac.End.Result.ID]; rc != nil {
+			*rc = ac.End.Result
+			rep.Retried = append(rep.Retried, rc.ID)
+		}
+	}
+	if len(rep.Retried) > 0 {
+		res.Summarize()
+	}
+}
+
+// Counting maps each completed case to its attempt that counts: the
+// last of a signed retry amendment, else the run's last.
+func (r *Report) Counting() map[string]*AuditCase {
+	run, retried := lastAttempts(r)
+	out := make(map[string]*AuditCase, len(run))
+	for _, ac := range append(run, retried...) {
+		out[ac.End.Result.ID] = ac
+	}
+	return out
+}
+
+// lastAttempts are each case's last attempt in the run, in the order
+// the run completed them, and the last attempts of signed retry
+// amendments after it (a retry no signature closed is not evidence).
+func lastAttempts(rep *Report) (run, retried []*AuditCase) {
+	closed := map[int]bool{}
+	for _, s := range rep.Segments {
+		closed[s.N] = s.Seal != nil
+	}
+	inRun, inRetry := map[string]int{}, map[string]int{}
+	for _, ac := range rep.CaseAudits {
+		id := ac.End.Result.ID
+		switch {
+		case ac.Segment == 0:
+			if i, ok := inRun[id]; ok {
+				run[i] = ac
+				continue
+			}
+			inRun[id] = len(run)
+			run = append(run, ac)
+		case closed[ac.Segment]:
+			if i, ok := inRetry[id]; ok {
+				retried[i] = ac
+				continue
+			}
+			inRetry[id] = len(retried)
+			retried = append(retried, ac)
+		}
+	}
+	return run, retried
 }
 
 func sameCase(a, b results.Case) bool {

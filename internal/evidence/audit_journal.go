@@ -64,12 +64,16 @@ func (a *auditor) readJournal() error {
 			return err
 		}
 		a.rep.Records++
-		a.rep.JournalBytes = jr.offset
+		a.recStart, a.rep.JournalBytes = a.rep.JournalBytes, jr.offset
 		a.record(r, jr.offset, sc)
 	}
 	a.rep.PartialJournal = jr.Partial
 	if a.segOpen != nil {
-		a.problem("amendment %d (from record %d) is not closed by a signature: it was cut short, or records were appended after the run without one", a.segOpen.N, a.segOpen.First)
+		if a.segOpen.Purpose == PurposeRetry {
+			a.problem("amendment %d (from record %d), a retry of case %s, is not closed by a signature: the retry was interrupted (sat run --retry cuts it back and runs it again), or records were appended after the run", a.segOpen.N, a.segOpen.First, a.segOpen.Case)
+		} else {
+			a.problem("amendment %d (from record %d) is not closed by a signature: it was cut short, or records were appended after the run without one", a.segOpen.N, a.segOpen.First)
+		}
 	}
 	if a.rep.Bundle == "" && a.rep.Records > 0 {
 		a.problem("%s: record 1 is not a bundle record: not a %s journal (an older sat wrote it, or its start was removed)", JournalFile, FormatVersion)
@@ -310,11 +314,24 @@ func (a *auditor) caseEnd(r Record) {
 	if ce.Result.ID != r.Case {
 		a.problem("case_end record %d is of case %s but its result is of %s", r.Seq, r.Case, ce.Result.ID)
 	}
-	if prev, dup := a.byCase[r.Case]; dup {
-		a.problem("case %s ended twice (records %d and %d)", r.Case, prev.Record, r.Seq)
+	attempt, seg := max(ce.Attempt, 1), 0
+	if a.segOpen != nil {
+		seg = a.segOpen.N
+		if a.segOpen.Purpose != PurposeRetry || a.segOpen.Case != r.Case {
+			a.problem("case_end record %d (%s) is inside amendment %d (%s%s): only a retry amendment of that case runs a case after the run's end", r.Seq, r.Case, seg, a.segOpen.Purpose, caseOf(a.segOpen.Case))
+			return
+		}
+	}
+	prev, again := a.byCase[r.Case]
+	switch {
+	case again && attempt != prev.Attempt+1:
+		a.problem("case %s ended twice (records %d and %d) without a new attempt", r.Case, prev.Record, r.Seq)
+		return
+	case !again && attempt != 1:
+		a.problem("case_end record %d is attempt %d of case %s, but no earlier attempt of it ended", r.Seq, attempt, r.Case)
 		return
 	}
-	ac := &AuditCase{Record: r.Seq, End: ce}
+	ac := &AuditCase{Record: r.Seq, End: ce, Attempt: attempt, Segment: seg}
 	if a.rep.Plan != nil {
 		for i := range a.rep.Plan.Cases {
 			if a.rep.Plan.Cases[i].ID == r.Case {
@@ -343,12 +360,19 @@ func (a *auditor) amend(r Record) {
 	if err := strictJSON(r.Data, &am); err != nil {
 		a.problem("amend record %d: %v", r.Seq, err)
 	}
-	seg := &Segment{N: len(a.segs) + 1, First: r.Seq, Purpose: am.Purpose, Role: am.Role, By: am.By, Note: am.Note, Manifest: am.Manifest}
+	seg := &Segment{N: len(a.segs) + 1, First: r.Seq, Purpose: am.Purpose, Role: am.Role, By: am.By, Note: am.Note, Case: am.Case, Manifest: am.Manifest, offset: a.recStart, samples: a.lastCP.bytes}
 	if a.rep.ManifestDigest != "" && am.Manifest != a.rep.ManifestDigest {
 		a.problem("amendment %d (record %d) follows manifest %s, but manifest.json digests to %s", seg.N, r.Seq, short(am.Manifest), short(a.rep.ManifestDigest))
 	}
 	a.segs = append(a.segs, seg)
 	a.segOpen = seg
+}
+
+func caseOf(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " of " + id
 }
 
 // closeSegment ends the open amendment at a seal that signs its last

@@ -41,6 +41,11 @@ func (a *auditor) regrade() {
 		a.problem("re-grading from the raw samples: %v", err)
 		return
 	}
+	// results.json holds each case's attempt that counts
+	counts := map[*AuditCase]bool{}
+	for _, ac := range rep.Counting() {
+		counts[ac] = true
+	}
 	var byID map[string]*results.Case
 	if rep.Results != nil {
 		byID = map[string]*results.Case{}
@@ -53,7 +58,7 @@ func (a *auditor) regrade() {
 		rep.Regraded++
 		rep.Checks += len(ac.Verdicts)
 		ms := compareVerdicts(ac.End.Result, ac.Plan, ac.Verdicts)
-		if rc := byID[ac.End.Result.ID]; rc != nil && !sameCase(*rc, ac.End.Result) {
+		if rc := byID[ac.End.Result.ID]; rc != nil && counts[ac] && !sameCase(*rc, ac.End.Result) {
 			for _, m := range compareVerdicts(*rc, ac.Plan, ac.Verdicts) {
 				m.Detail = ResultsFile + ": " + m.Detail
 				ms = append(ms, m)

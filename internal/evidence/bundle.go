@@ -225,7 +225,7 @@ func (b *Bundle) maybeSyncLocked() error {
 func (b *Bundle) Sync() error {
 	b.mu.Lock()
 	err := b.syncLocked()
-	due := b.opt.Signer != nil && b.clock.Now().Sub(b.lastSeal) >= b.opt.SealEvery
+	due := b.opt.Signer != nil && !b.deferred && b.clock.Now().Sub(b.lastSeal) >= b.opt.SealEvery
 	b.mu.Unlock()
 	if err != nil || !due {
 		return err
@@ -288,7 +288,12 @@ func (b *Bundle) flushLocked() error {
 // is made outside the bundle's lock (a hardware key may take its time),
 // so records written meanwhile come between the checkpoint and its seal;
 // the next seal covers them. An unsigned bundle only syncs.
-func (b *Bundle) Seal() error { return b.seal(RoleRun) }
+func (b *Bundle) Seal() error {
+	if b.deferred { // an amendment: only Amender.Close signs it
+		return b.Sync()
+	}
+	return b.seal(RoleRun)
+}
 
 func (b *Bundle) seal(role string) error {
 	if b.opt.Signer == nil {

@@ -20,6 +20,8 @@ type CaseEnd struct {
 	Timeline *grade.Timeline `json:"timeline,omitempty"`
 	// Samples is the byte range [from, to) of samples.csv the case wrote.
 	Samples [2]int64 `json:"samples"`
+	// Attempt counts the case's attempts from 1 (0 is read as 1).
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // caseGrader grades one case's checks from the samples it takes: those

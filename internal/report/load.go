@@ -72,16 +72,14 @@ func Load(dir string, opt Options) (*Run, error) {
 		res = fromJournal(rep)
 	}
 	run := newRun(dir, rep, res)
-	audited := map[string]*evidence.AuditCase{}
-	for _, ac := range rep.CaseAudits {
-		audited[ac.End.Result.ID] = ac
-	}
+	audited := rep.Counting()
 	for _, rc := range res.Cases {
 		ac := audited[rc.ID]
 		c := caseView(rc, rep.Plan, ac)
 		if ac != nil && plots[ac] != nil && ac.Verdicts != nil {
 			c.Plot = plots[ac].data(ac.Plan, ac.Verdicts)
 		}
+		attempts(&c, rep, ac)
 		run.Cases = append(run.Cases, c)
 	}
 	for _, m := range rep.Mismatches {
@@ -89,6 +87,47 @@ func Load(dir string, opt Options) (*Run, error) {
 	}
 	run.Outcome = outcome(res, run.Cases)
 	return run, nil
+}
+
+// attempts fills in a case's attempts: the one shown (ac) and those
+// before it, each with its re-graded verdict.
+func attempts(c *Case, rep *evidence.Report, ac *evidence.AuditCase) {
+	if ac == nil {
+		return
+	}
+	by := map[int]string{}
+	for _, s := range rep.Segments {
+		by[s.N] = s.By
+	}
+	c.Attempt = ac.Attempt
+	if ac.Segment > 0 {
+		c.Retry = by[ac.Segment]
+	}
+	for _, e := range rep.CaseAudits {
+		if e.End.Result.ID != c.ID {
+			continue
+		}
+		c.Attempts++
+		if e == ac {
+			continue
+		}
+		rc := e.End.Result
+		a := Attempt{N: e.Attempt, Verdict: string(rc.Outcome), Reason: rc.Reason, Where: "the run"}
+		if e.Verdicts != nil {
+			v, _ := evidence.CaseVerdict(rc, e.Verdicts)
+			a.Verdict = string(v)
+		}
+		if e.Segment > 0 {
+			a.Where = fmt.Sprintf("retry amendment %d by %s", e.Segment, by[e.Segment])
+		}
+		if rc.Started != nil {
+			a.Start = *rc.Started
+		}
+		if rc.Ended != nil {
+			a.End = *rc.Ended
+		}
+		c.Earlier = append(c.Earlier, a)
+	}
 }
 
 // fromJournal stands in for a results.json that cannot be read: the

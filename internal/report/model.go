@@ -149,6 +149,20 @@ type Case struct {
 	Start, End time.Time
 	Checks     []Check
 	Plot       *PlotData // nil when the case has no samples to show
+	// Attempt is the attempt shown, of Attempts in all; Earlier are the
+	// attempts before it, kept and re-graded, that no longer count.
+	Attempt, Attempts int
+	Retry             string // who signed the retry amendment shown, if it is one
+	Earlier           []Attempt
+}
+
+// Attempt is an earlier attempt of a case.
+type Attempt struct {
+	N          int
+	Verdict    string // re-graded
+	Reason     string
+	Start, End time.Time
+	Where      string // "the run", "retry amendment 2 by NAME"
 }
 
 // Duration is how long the case ran.

@@ -93,7 +93,7 @@ type Counts struct {
 type Abort struct {
 	At     time.Time `json:"at"`
 	Case   string    `json:"case,omitempty"`
-	Cause  string    `json:"cause"` // interlock, interrupt, manual_step, fatal
+	Cause  string    `json:"cause"` // interlock, interrupt, manual_step, fatal, handover
 	Reason string    `json:"reason"`
 	// Interlock details, for an interlock trip.
 	Interlock string   `json:"interlock,omitempty"`
@@ -110,6 +110,10 @@ const (
 	CauseInterrupt  = "interrupt"
 	CauseManualStep = "manual_step"
 	CauseFatal      = "fatal"
+	// CauseHandover is no abort: the session stopped where it was told
+	// to (sat run --until, or --case and --from leaving cases not run),
+	// load zeroed, the bundle left for the next shift to resume.
+	CauseHandover = "handover"
 )
 
 // Case is one case's result.
@@ -185,7 +189,7 @@ func (r *Results) Summarize() {
 		r.Outcome = Aborted
 	case r.Counts.Fail > 0:
 		r.Outcome = Failed
-	case r.Counts.Error > 0 || r.Counts.Skipped > 0:
+	case r.Counts.Error > 0 || r.Counts.Skipped > 0 || r.Counts.Aborted > 0:
 		r.Outcome = Errored
 	default:
 		r.Outcome = Passed

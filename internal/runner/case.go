@@ -41,6 +41,7 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 		return
 	}
 	res := &r.res.Cases[r.index[c.ID]]
+	*res = caseResult(c) // a case run again starts afresh
 	start := r.clk.Now()
 	res.Started = ptrTime(start.UTC())
 	r.append("case_start", c.ID, caseStart{Index: i + 1, Of: len(r.cfg.Plan.Cases), Title: c.Title, Clause: c.Clause.Path, EstimatedS: c.EstimatedS})
@@ -134,7 +135,8 @@ func (r *Runner) endCase(cr *caseRun, outcome grade.Outcome, reason string, tl *
 		res.Ended = ptrTime(r.clk.Now().UTC())
 	}
 	r.outcomes[cr.c.ID] = outcome
-	r.append(evidence.KindCaseEnd, cr.c.ID, evidence.CaseEnd{Result: *res, Timeline: tl, Samples: samples})
+	r.attempts[cr.c.ID]++
+	r.append(evidence.KindCaseEnd, cr.c.ID, evidence.CaseEnd{Result: *res, Timeline: tl, Samples: samples, Attempt: r.attempts[cr.c.ID]})
 	if err := r.b.Seal(); err != nil {
 		r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
 	}

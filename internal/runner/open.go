@@ -48,9 +48,10 @@ func (r *Runner) open() error {
 			TimeScale: cfg.Site.TimeScale, Lockstep: cfg.Site.Lockstep, Shortened: cfg.Shortened, Operator: cfg.Operator.Who()}}
 	for i, c := range p.Cases {
 		r.index[c.ID] = i
-		r.res.Cases = append(r.res.Cases, results.Case{ID: c.ID, Title: c.Title, Level: c.Level, Kind: c.Kind,
-			Boundary: c.Boundary, Module: c.Module, Checks: []results.Check{},
-			Clause: results.Clause{Path: c.Clause.Path, Pos: c.Clause.Pos, BoundaryDigest: c.Clause.BoundaryDigest}})
+		r.res.Cases = append(r.res.Cases, caseResult(c))
+	}
+	if cfg.Retry {
+		return r.openRetry(digest)
 	}
 	var err error
 	opt := evidence.Options{Signer: cfg.Signer, By: cfg.Operator.Who()}
@@ -131,6 +132,7 @@ func (r *Runner) resume(digest string, opt evidence.Options) (map[string]bool, e
 		i := r.index[ce.Result.ID]
 		r.res.Cases[i] = ce.Result
 		r.outcomes[ce.Result.ID] = ce.Result.Outcome
+		r.attempts[ce.Result.ID] = max(ce.Attempt, 1)
 	}
 	return written, nil
 }

@@ -51,10 +51,19 @@ var ErrRefused = errors.New("the operator did not confirm")
 
 // Simulator is the operator of a simulated run: the risk is accepted by
 // --sim itself, and the simulator performs and confirms manual steps.
-type Simulator struct{ Clock clock.Clock }
+// Name is the person who runs it (sat run --operator), if given.
+type Simulator struct {
+	Clock clock.Clock
+	Name  string
+}
 
-// Who is "simulator".
-func (Simulator) Who() string { return "simulator" }
+// Who is the person who runs the simulation, or "simulator".
+func (s Simulator) Who() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return "simulator"
+}
 
 // AcceptRisk accepts: --sim implies it.
 func (Simulator) AcceptRisk(context.Context, string) (string, error) {

@@ -180,7 +180,11 @@ func (p *progress) caseEnd(c plan.Case, res results.Case) {
 // done ends the progress with the run's site time; the counts are the
 // caller's summary (sat prints them once, on stdout).
 func (p *progress) done(res *results.Results) {
-	p.line(fmt.Sprintf("run %s after %s of site time", res.Outcome, clockText(p.clk.Now().Sub(p.runStart))))
+	what := "run " + string(res.Outcome)
+	if res.Abort != nil && res.Abort.Cause == results.CauseHandover {
+		what = "session ended for a hand-over"
+	}
+	p.line(fmt.Sprintf("%s after %s of site time", what, clockText(p.clk.Now().Sub(p.runStart))))
 }
 
 // plural is "1 check", "2 checks".

@@ -49,6 +49,18 @@ type Config struct {
 	// site's time scale).
 	Heartbeat time.Duration
 	GapSlack  time.Duration
+	// Cases, From and Until choose what this session runs (sat run
+	// --case, --from, --until): Cases the cases named, each again when it
+	// completed before (a new attempt: the last counts); From the cases
+	// from that one on that have not completed; Until stops after that
+	// case. Without Cases and From every case not completed runs. A
+	// session that leaves cases not run ends in a hand-over: load zeroed,
+	// the bundle left to resume, never finished.
+	Cases       []string
+	From, Until string
+	// Retry runs the one case in Cases again in the finished bundle in
+	// Dir, as an amendment the Signer signs (sat run --retry).
+	Retry bool
 }
 
 // Runner runs one plan. Interrupt and Kill may be called from another
@@ -72,6 +84,8 @@ type Runner struct {
 	abortInfo *results.Abort
 	aborted   chan struct{}
 	outcomes  map[string]grade.Outcome
+	attempts  map[string]int    // case → its attempts that ended
+	amender   *evidence.Amender // a retry's amendment
 	trips     map[string]string // load bank → its watchdog trip, until reset
 	tripped   string            // the trip that ended the case running
 }
@@ -91,6 +105,13 @@ func New(cfg Config) (*Runner, error) {
 		return nil, errors.New("runner: no operator")
 	case cfg.Dir == "":
 		return nil, errors.New("runner: no evidence directory")
+	case cfg.Retry && cfg.Signer == nil:
+		return nil, errors.New("a retry is a signed amendment of the bundle: give --sign-key KEY")
+	case cfg.Retry && cfg.Resume:
+		return nil, errors.New("runner: a retry amends a finished run; it does not resume one")
+	}
+	if err := checkSelection(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -105,7 +126,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.GapSlack = time.Duration(float64(50*time.Millisecond) * cfg.Site.wallScale())
 	}
 	r := &Runner{cfg: cfg, clk: cfg.Clock, aborted: make(chan struct{}), aborting: clock.NewGroup(cfg.Clock),
-		outcomes: map[string]grade.Outcome{}, index: map[string]int{}, trips: map[string]string{}}
+		outcomes: map[string]grade.Outcome{}, attempts: map[string]int{}, index: map[string]int{}, trips: map[string]string{}}
 	r.prog = newProgress(cfg.Progress, cfg.Terminal, cfg.Plan, r.clk)
 	return r, nil
 }
@@ -154,13 +175,17 @@ func (r *Runner) run(ctx context.Context) (*results.Results, error) {
 		if r.isAborted() {
 			break
 		}
-		if _, done := r.outcomes[c.ID]; done {
+		if !r.selected(i, c) {
 			continue
 		}
 		r.runCase(ctx, i, c)
+		if c.ID == r.cfg.Until {
+			break
+		}
 	}
 	if !r.isAborted() {
-		r.zeroAll("the run ended")
+		r.handover()
+		r.zeroAll("the session ended")
 	}
 	r.waitZeroed()
 	halt()
@@ -191,6 +216,9 @@ func (r *Runner) energise(ctx context.Context) error {
 func (r *Runner) stopped(cause error) (*results.Results, error) {
 	r.log.Info("run stopped before energising", "err", cause)
 	r.append("stopped", "", map[string]string{"reason": cause.Error()})
+	if r.amender != nil { // nothing ran: the bundle stays as it was
+		return r.res, errors.Join(cause, r.amender.Abandon())
+	}
 	r.fillNotRun("not run: the run stopped before energising")
 	r.res.Summarize()
 	r.res.Outcome = results.Errored
@@ -212,8 +240,11 @@ func (r *Runner) finish() (*results.Results, error) {
 		r.res.Abort = &a
 	}
 	r.mu.Unlock()
-	r.fillNotRun("not run: the run was aborted")
+	r.fillNotRun(notRunReason(r.res.Abort))
 	r.res.Summarize()
+	if r.amender != nil {
+		return r.finishRetry()
+	}
 	if err := r.writeResults(); err != nil {
 		return r.res, err
 	}
@@ -254,6 +285,15 @@ func (r *Runner) fillNotRun(reason string) {
 // test failed, 3 aborted, 1 the tool failed (an ERROR case is the
 // harness's or a device's failure, not the product's).
 func ExitCode(res *results.Results) int {
+	if res.Abort != nil && res.Abort.Cause == results.CauseHandover {
+		switch {
+		case res.Counts.Fail > 0:
+			return 2
+		case res.Counts.Error > 0:
+			return 1
+		}
+		return 0
+	}
 	switch res.Outcome {
 	case results.Passed:
 		return 0

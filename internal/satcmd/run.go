@@ -17,6 +17,7 @@ import (
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/grade"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
 	"github.com/seamdc/seam/internal/runner"
@@ -53,11 +54,28 @@ the reason), cut back to its last (signed) checkpoint, and the run
 continues after the last completed case, with the journal's chain
 intact. A signed bundle resumes signed, an unsigned one unsigned.
 
+Choose what a session runs: --case ID (repeatable) runs only those
+cases, --from ID the cases from there on, and --until ID ends the
+session after that case: a shift's end. A session that leaves cases not
+run ends in a hand-over (load zeroed, exit code from the cases it ran)
+and prints the next shift's --resume command. With --resume, --case runs
+a completed case again: a new attempt, kept beside the first; the last
+counts.
+
+Retry a case after the run finished with --retry DIR --case ID: the
+bundle is verified, the case runs again on the same site with the same
+plan, and the attempt is added as an amendment signed with --sign-key.
+Every attempt is kept and re-graded; the last counts, and sat verify and
+sat report show them all. A retry killed half-way was never signed: the
+next --retry cuts it back.
+
 Exit codes: 0 all passed, 2 a test failed, 3 aborted, 1 the tool failed
 (including ERROR cases: a harness or device problem, not a product one).`
 
 type runFlags struct {
 	site, out, resume, contracts, fixtures string
+	retry, from, until                     string
+	cases                                  caseList
 	simConfig                              string
 	defect, accept, operator               string
 	control                                string
@@ -122,7 +140,7 @@ type control struct {
 }
 
 func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
-	fs := flag.NewFlagSet("PLAN (--site BINDING (--sign-key KEY | --unsigned) | --sim [--defect NAME]) --out DIR | --resume DIR", flag.ContinueOnError)
+	fs := flag.NewFlagSet("PLAN (--site BINDING (--sign-key KEY | --unsigned) | --sim [--defect NAME]) (--out DIR | --resume DIR) [--case ID… | --from ID] [--until ID] | --retry DIR --case ID --sign-key KEY", flag.ContinueOnError)
 	var f runFlags
 	fs.StringVar(&f.site, "site", "", "the site binding directory of a real site")
 	fs.BoolVar(&f.simulate, "sim", false, "run against the simulated site, in process (implies risk acceptance)")
@@ -131,6 +149,10 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	fs.StringVar(&f.control, "sim-control", "", "with --site: the control URL of a simulator (sat sim), which performs manual and fault steps")
 	fs.StringVar(&f.out, "out", "", "the evidence directory (new or empty)")
 	fs.StringVar(&f.resume, "resume", "", "continue the run in this evidence directory after its last completed case")
+	fs.Var(&f.cases, "case", "run only this case (repeat the flag, or separate ids with commas); with --resume a completed case runs again, a new attempt that counts")
+	fs.StringVar(&f.from, "from", "", "run the cases from this one on that have not completed")
+	fs.StringVar(&f.until, "until", "", "end the session after this case, a shift's end: load zeroed, the bundle left for the next shift's --resume")
+	fs.StringVar(&f.retry, "retry", "", "run the --case again in this finished evidence directory, as an amendment signed with --sign-key")
 	fs.StringVar(&f.contracts, "contracts", "", "the contract directory the plan was compiled from (default: the binding's, or contracts/examples/<site> with --sim)")
 	fs.StringVar(&f.fixtures, "fixtures", "fixtures", "with --sim: the fixtures directory (sim configs and profiles)")
 	fs.StringVar(&f.simConfig, "sim-config", "", "with --sim: the sim config directory (default FIXTURES/sim/<site>)")
@@ -154,14 +176,24 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 		planPath = pos[0]
 	case len(pos) == 0 && f.resume != "":
 		planPath = filepath.Join(f.resume, runner.PlanFile)
+	case len(pos) == 0 && f.retry != "":
+		planPath = filepath.Join(f.retry, runner.PlanFile)
 	default:
 		return f, "", fs, cli.Usagef("want one plan file, got %d arguments", len(pos))
 	}
 	switch {
 	case f.simulate == (f.site != ""):
 		err = cli.Usagef("give exactly one of --site BINDING and --sim")
-	case (f.out == "") == (f.resume == ""):
-		err = cli.Usagef("give exactly one of --out DIR and --resume DIR")
+	case countSet(f.out, f.resume, f.retry) != 1:
+		err = cli.Usagef("give exactly one of --out DIR, --resume DIR and --retry DIR")
+	case f.retry != "" && len(f.cases) != 1:
+		err = cli.Usagef("--retry DIR runs one case again: give it with --case ID")
+	case f.retry != "" && (f.from != "" || f.until != ""):
+		err = cli.Usagef("--retry runs one case: --from and --until do not apply")
+	case f.retry != "" && f.key.key == "":
+		err = cli.Usagef("a retry is a signed amendment of the bundle: give --sign-key KEY")
+	case len(f.cases) > 0 && f.from != "":
+		err = cli.Usagef("give --case or --from, not both")
 	case f.accept != "" && f.accept != "energize":
 		err = cli.Usagef("--accept-risk takes one value, energize (got %q)", f.accept)
 	case !f.simulate && (f.defect != "" || f.simConfig != ""):
@@ -203,6 +235,9 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 	if f.resume != "" {
 		dir = f.resume
 	}
+	if f.retry != "" {
+		dir = f.retry
+	}
 	// refuse a stale plan, and a key that does not load, before anything opens
 	b, contracts, err := siteInputs(f, p)
 	if err != nil {
@@ -225,7 +260,8 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 	defer env.close()
 	cfg := runner.Config{Plan: p, PlanBytes: raw, Site: env.site, Dir: dir, Resume: f.resume != "", Clock: env.clk, Log: log,
 		Operator: operator(f, env, stdin, stderr, lookupEnv), Progress: stderr, Terminal: isTerminal(stderr), Signer: signer,
-		ContractsDigest: contractsDigest, Shortened: shortened(p, env.site)}
+		ContractsDigest: contractsDigest, Shortened: shortened(p, env.site),
+		Cases: f.cases, From: f.from, Until: f.until, Retry: f.retry != ""}
 	r, err := runner.New(cfg)
 	if err != nil {
 		return fail(stderr, "run", fs, err)
@@ -255,8 +291,13 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 			return cli.ExitTool
 		}
 	}
-	summarize(stdout, res, dir)
-	if res.Abort != nil {
+	summarize(stdout, res, dir, f.retry != "")
+	switch {
+	case res.Abort != nil && f.retry != "":
+		fmt.Fprintf(stdout, "the attempt is kept in the bundle, unfinished; fix the cause, then retry again:\n  %s\n", strings.Join(append([]string{"sat", "run"}, shellWords(args)...), " "))
+	case res.Abort != nil && res.Abort.Cause == results.CauseHandover:
+		fmt.Fprintf(stdout, "the next shift continues with:\n  %s\n", resumeCommand(args, dir))
+	case res.Abort != nil:
 		fmt.Fprintf(stdout, "fix the cause, then continue after the last completed case:\n  %s\n", resumeCommand(args, dir))
 	}
 	return runner.ExitCode(res)
@@ -269,11 +310,14 @@ func resumeCommand(args []string, dir string) string {
 	resumed := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch {
-		case a == "--out" || a == "-out":
-			i++
-			continue
-		case strings.HasPrefix(a, "--out=") || strings.HasPrefix(a, "-out="):
+		case !strings.HasPrefix(a, "-"):
+		case name == "out" || name == "case" || name == "from" || name == "until":
+			// the next session runs the rest: the selection was this one's
+			if !hasValue {
+				i++
+			}
 			continue
 		case a == "--resume" || a == "-resume" || strings.HasPrefix(a, "--resume=") || strings.HasPrefix(a, "-resume="):
 			resumed = true
@@ -284,6 +328,38 @@ func resumeCommand(args []string, dir string) string {
 		cmd = append(cmd, "--resume", shellWord(dir))
 	}
 	return strings.Join(cmd, " ")
+}
+
+func shellWords(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellWord(a)
+	}
+	return out
+}
+
+func countSet(xs ...string) int {
+	n := 0
+	for _, x := range xs {
+		if x != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// caseList is --case: case ids, from repeated flags or commas.
+type caseList []string
+
+func (c *caseList) String() string { return strings.Join(*c, ",") }
+
+func (c *caseList) Set(v string) error {
+	for id := range strings.SplitSeq(v, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			*c = append(*c, id)
+		}
+	}
+	return nil
 }
 
 // shellWord quotes s for a POSIX shell when it needs it.
@@ -324,7 +400,7 @@ func shortened(p *plan.Plan, site *runner.Site) string {
 
 func operator(f runFlags, env *siteEnv, stdin io.Reader, stderr io.Writer, lookupEnv func(string) (string, bool)) runner.Operator {
 	if env.site.Kind == runner.Simulated {
-		return runner.Simulator{Clock: env.clk}
+		return runner.Simulator{Clock: env.clk, Name: f.operator}
 	}
 	name := f.operator
 	if name == "" {
@@ -340,11 +416,25 @@ func operator(f runFlags, env *siteEnv, stdin io.Reader, stderr io.Writer, looku
 }
 
 // summarize prints where the evidence is and how the run went.
-func summarize(w io.Writer, res *results.Results, dir string) {
+func summarize(w io.Writer, res *results.Results, dir string, retry bool) {
 	c := res.Counts
-	fmt.Fprintf(w, "%s: %d passed, %d failed, %d errors, %d aborted, %d skipped\n", res.Outcome, c.Pass, c.Fail, c.Error, c.Aborted, c.Skipped)
+	handover := res.Abort != nil && res.Abort.Cause == results.CauseHandover
+	notYet := 0
 	for _, cs := range res.Cases {
-		if cs.Outcome == "PASS" {
+		if handover && cs.Outcome == grade.Skipped && strings.HasPrefix(cs.Reason, "not run yet") {
+			notYet++
+		}
+	}
+	switch {
+	case handover:
+		fmt.Fprintf(w, "shift ended: %d passed, %d failed, %d errors, %d skipped; %d not run yet\n", c.Pass, c.Fail, c.Error, c.Skipped-notYet, notYet)
+	case retry:
+		fmt.Fprintf(w, "with the retry, the run %s: %d passed, %d failed, %d errors, %d aborted, %d skipped\n", res.Outcome, c.Pass, c.Fail, c.Error, c.Aborted, c.Skipped)
+	default:
+		fmt.Fprintf(w, "%s: %d passed, %d failed, %d errors, %d aborted, %d skipped\n", res.Outcome, c.Pass, c.Fail, c.Error, c.Aborted, c.Skipped)
+	}
+	for _, cs := range res.Cases {
+		if cs.Outcome == "PASS" || handover && cs.Outcome == grade.Skipped && strings.HasPrefix(cs.Reason, "not run yet") {
 			continue
 		}
 		fmt.Fprintf(w, "  %-7s %s", cs.Outcome, cs.ID)
@@ -358,7 +448,10 @@ func summarize(w io.Writer, res *results.Results, dir string) {
 			}
 		}
 	}
-	if res.Abort != nil {
+	switch {
+	case handover:
+		fmt.Fprintf(w, "hand-over: %s\n", res.Abort.Reason)
+	case res.Abort != nil:
 		fmt.Fprintf(w, "aborted (%s): %s\n", res.Abort.Cause, res.Abort.Reason)
 	}
 	fmt.Fprintf(w, "evidence: %s\n", dir)

@@ -77,7 +77,21 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 // signed, by whom and up to where.
 func printAudit(w io.Writer, rep *evidence.Report) {
 	fmt.Fprintln(w, rep.Describe())
-	fmt.Fprintf(w, "journal: %d records, %d cases completed\n", rep.Records, rep.Cases)
+	again := 0
+	for _, ac := range rep.CaseAudits {
+		if ac.Attempt > 1 {
+			again++
+		}
+	}
+	if again > 0 {
+		more := "1 more attempt"
+		if again > 1 {
+			more = fmt.Sprintf("%d more attempts", again)
+		}
+		fmt.Fprintf(w, "journal: %d records, %d cases completed, %d of them again (%s)\n", rep.Records, rep.Cases-again, len(attemptedAgain(rep)), more)
+	} else {
+		fmt.Fprintf(w, "journal: %d records, %d cases completed\n", rep.Records, rep.Cases)
+	}
 	switch {
 	case rep.Complete && rep.Manifest != nil:
 		fmt.Fprintln(w, "run: finished (manifest present)")
@@ -98,10 +112,18 @@ func printAudit(w io.Writer, rep *evidence.Report) {
 			fmt.Fprintf(w, ": %q", s.Note)
 		}
 		fmt.Fprintf(w, "; signs manifest %s", shortDigest(s.Manifest))
-		if len(s.Adds) > 0 {
-			fmt.Fprintf(w, "; adds %s", strings.Join(s.Adds, ", "))
+		for _, ac := range rep.CaseAudits {
+			if ac.Segment == s.N {
+				fmt.Fprintf(w, "; runs case %s again: attempt %d, %s", ac.End.Result.ID, ac.Attempt, ac.End.Result.Outcome)
+			}
+		}
+		if adds := summarizeAdds(s.Adds); adds != "" {
+			fmt.Fprintf(w, "; adds %s", adds)
 		}
 		fmt.Fprintln(w)
+	}
+	if len(rep.Retried) > 0 {
+		fmt.Fprintf(w, "results: %s with the retries of %s (results.json, signed with the run, says %s)\n", rep.Results.Outcome, strings.Join(rep.Retried, ", "), recordedOutcome(rep))
 	}
 	if rep.Regraded > 0 {
 		fmt.Fprintf(w, "verdicts: %d checks of %d cases re-graded from the raw samples\n", rep.Checks, rep.Regraded)
@@ -109,6 +131,46 @@ func printAudit(w io.Writer, rep *evidence.Report) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+}
+
+// attemptedAgain lists the cases with more than one attempt.
+func attemptedAgain(rep *evidence.Report) []string {
+	var ids []string
+	for _, ac := range rep.CaseAudits {
+		if ac.Attempt == 2 {
+			ids = append(ids, ac.End.Result.ID)
+		}
+	}
+	return ids
+}
+
+// recordedOutcome is the outcome the run's own results recorded.
+func recordedOutcome(rep *evidence.Report) string {
+	if m := rep.Manifest; m != nil {
+		return m.Outcome
+	}
+	return "another outcome"
+}
+
+// summarizeAdds lists an amendment's files and counts its records.
+func summarizeAdds(adds []string) string {
+	var out []string
+	records := 0
+	for _, a := range adds {
+		if strings.HasPrefix(a, "a ") && strings.HasSuffix(a, " record") {
+			records++
+			continue
+		}
+		out = append(out, a)
+	}
+	switch records {
+	case 0:
+	case 1:
+		out = append(out, "1 record")
+	default:
+		out = append(out, fmt.Sprintf("%d records", records))
+	}
+	return strings.Join(out, ", ")
 }
 
 // printSignatures lists the run's seals by key, and the manifest's
