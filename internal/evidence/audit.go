@@ -84,7 +84,7 @@ type Report struct {
 	// lists those cases) and its counts and outcome summarized again.
 	Results *results.Results
 	Retried []string
-	Plan       *plan.Plan
+	Plan    *plan.Plan
 	// Regraded and Checks count the cases and checks re-graded.
 	Regraded, Checks int
 	// Problems say what is wrong with the evidence; Mismatches are the
@@ -158,7 +158,7 @@ type AuditCase struct {
 	// Attempt counts the case's attempts from 1; Segment is the
 	// amendment the attempt was made in (0: the run).
 	Attempt, Segment int
-	Plan   *plan.Case // nil when the plan has no such case
+	Plan             *plan.Case // nil when the plan has no such case
 	// Verdicts are the re-graded verdicts, in the plan's check order
 	// (nil when the case was not re-graded).
 	Verdicts []grade.Verdict
