@@ -25,8 +25,9 @@ type caseStart struct {
 }
 
 // runCase runs one case to a verdict; a case an abort interrupts gets no
-// case_end and runs again on resume.
-func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
+// case_end and runs again on resume. It reports whether a pause stopped
+// the case (its load zeroed): it runs again once the pause ends.
+func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) (paused bool) {
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	r.mu.Lock()
@@ -38,7 +39,11 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 		r.mu.Unlock()
 	}()
 	if r.isAborted() {
-		return
+		return false
+	}
+	if r.pauseAsked() { // asked between cases: hold before this one
+		r.stopForPause(c.ID, r.cfg.Site.bankIDs())
+		return true
 	}
 	res := &r.res.Cases[r.index[c.ID]]
 	*res = caseResult(c) // a case run again starts afresh
@@ -49,17 +54,21 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 	r.log.Info("case started", "case", c.ID, "index", i+1, "of", len(r.cfg.Plan.Cases))
 	cr := &caseRun{c: c, res: res, injected: map[[2]string]bool{}}
 	if outcome, reason := r.preconditions(cctx, cr); outcome != "" {
-		if r.isAborted() {
+		switch {
+		case r.isAborted():
 			res.Outcome, res.Reason = grade.Aborted, reason
-			return
+		case r.pauseAsked():
+			r.stopForPause(c.ID, caseBanks(c))
+			return true
+		default:
+			r.endCase(cr, outcome, reason, nil, [2]int64{})
 		}
-		r.endCase(cr, outcome, reason, nil, [2]int64{})
-		return
+		return false
 	}
 	smp, err := r.newSampler(c)
 	if err != nil {
 		r.endCase(cr, grade.Error, err.Error(), nil, [2]int64{})
-		return
+		return false
 	}
 	cr.smp = smp
 	from := r.b.SamplesSize()
@@ -72,7 +81,11 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 	if r.isAborted() {
 		res.Outcome, res.Reason, res.Ended = grade.Aborted, "the run was aborted during this case", ptrTime(r.clk.Now().UTC())
 		r.log.Warn("case aborted", "case", c.ID)
-		return
+		return false
+	}
+	if r.pauseAsked() && errors.Is(stepErr, context.Canceled) { // stopped by the pause, not ended
+		r.stopForPause(c.ID, caseBanks(c))
+		return true
 	}
 	trip := r.caseTrip()
 	if trip != "" {
@@ -84,13 +97,13 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 	}
 	if err := r.b.Sync(); err != nil {
 		r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
-		return
+		return false
 	}
 	to := r.b.SamplesSize()
 	verdicts, err := evidence.GradeCase(r.cfg.Dir, &c, tl, from, to)
 	if err != nil {
 		r.endCase(cr, grade.Error, "grading: "+err.Error(), &tl, [2]int64{from, to})
-		return
+		return false
 	}
 	outcome, reason := caseOutcome(verdicts, stepErr)
 	if trip != "" { // the load dropped under the case: its checks say nothing of the site
@@ -98,6 +111,7 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) {
 	}
 	res.Checks = checkResults(r.cfg.Plan, c, verdicts)
 	r.endCase(cr, outcome, reason, &tl, [2]int64{from, to})
+	return false
 }
 
 // caseOutcome is FAIL when a check proved a violation, else ERROR when

@@ -108,6 +108,9 @@ type Terminal struct {
 	Out      io.Writer
 	Clock    clock.Clock
 	Accepted bool // --accept-risk=energize was given: do not ask again
+	// OnLine, if set, gets the lines typed while no prompt waits (p to
+	// pause, r to resume); set it before Listen.
+	OnLine func(line string)
 
 	once  sync.Once
 	lines chan string
@@ -117,13 +120,26 @@ type Terminal struct {
 // Who is the name given.
 func (t *Terminal) Who() string { return t.Name }
 
+// Listen starts reading the terminal: a line goes to the prompt that
+// waits for it, or else to OnLine.
+func (t *Terminal) Listen() { t.start() }
+
 func (t *Terminal) start() {
 	t.once.Do(func() {
 		t.lines = make(chan string)
 		go func() {
 			sc := bufio.NewScanner(t.In)
 			for sc.Scan() {
-				t.lines <- strings.TrimSpace(sc.Text())
+				line := strings.TrimSpace(sc.Text())
+				if t.OnLine == nil {
+					t.lines <- line
+					continue
+				}
+				select {
+				case t.lines <- line: // a prompt waits for it
+				default:
+					t.OnLine(line)
+				}
 			}
 			close(t.lines)
 		}()

@@ -86,6 +86,7 @@ type Runner struct {
 	outcomes  map[string]grade.Outcome
 	attempts  map[string]int    // case → its attempts that ended
 	amender   *evidence.Amender // a retry's amendment
+	paused    *pauseState       // a pause asked for or held
 	trips     map[string]string // load bank → its watchdog trip, until reset
 	tripped   string            // the trip that ended the case running
 }
@@ -178,7 +179,8 @@ func (r *Runner) run(ctx context.Context) (*results.Results, error) {
 		if !r.selected(i, c) {
 			continue
 		}
-		r.runCase(ctx, i, c)
+		for r.runCase(ctx, i, c) && r.hold(ctx, c.ID) {
+		}
 		if c.ID == r.cfg.Until {
 			break
 		}

@@ -179,3 +179,49 @@ func testRetry(t *testing.T) {
 	_, err = g.run(cfg)
 	assert.ErrorContains(t, err, "not this plan")
 }
+
+// A pause in a transient case stops it, brings its load to 0 kW and
+// holds; after the resume the case runs again from its start, and only
+// that attempt is graded.
+func TestPauseHoldsAtZeroAndRunsTheCaseAgain(t *testing.T) { synctest.Test(t, testPause) }
+
+func testPause(t *testing.T) {
+	g := newRig(t)
+	var pauseErr, early, unpauseErr error
+	heldAt := -1.0
+	time.AfterFunc(38*time.Second, func() { pauseErr = g.r.Pause("Ana") }) // in the transient case
+	time.AfterFunc(38*time.Second+time.Millisecond, func() { early = g.r.Unpause("Ana") })
+	time.AfterFunc(90*time.Second, func() { heldAt = g.w.bank.appliedNow() })
+	time.AfterFunc(120*time.Second, func() { unpauseErr = g.r.Unpause("Ben") })
+	res, err := g.run(g.config())
+	require.NoError(t, err)
+	require.NoError(t, pauseErr)
+	require.NoError(t, unpauseErr)
+	assert.ErrorContains(t, early, "bringing its load to 0 kW")
+	assert.Zero(t, heldAt, "the load is at 0 kW while the run holds")
+	assert.Equal(t, results.Passed, res.Outcome, "%+v", res.Cases)
+	assert.Nil(t, res.Abort)
+	pauses := g.records("pause")
+	require.Len(t, pauses, 1)
+	assert.Equal(t, transientCase, pauses[0].Case)
+	resumed := g.records("resume_pause")
+	require.Len(t, resumed, 1)
+	assert.Contains(t, string(resumed[0].Data), `"by":"Ben"`)
+	starts := 0
+	for _, r := range g.records("case_start") {
+		if r.Case == transientCase {
+			starts++
+		}
+	}
+	assert.Equal(t, 2, starts, "the paused case ran again from its start")
+	assert.Len(t, g.records("case_end"), 3, "only the finished attempt ended")
+	assert.True(t, res.Case(transientCase).Started.After(g.at(120*time.Second)), "the graded attempt is the one after the pause")
+}
+
+func TestPauseRefusedBeforeEnergising(t *testing.T) {
+	g := newRig(t)
+	r, err := New(g.config())
+	require.NoError(t, err)
+	assert.ErrorContains(t, r.Pause("Ana"), "nothing is energised yet")
+	assert.ErrorContains(t, r.Unpause("Ana"), "not paused")
+}

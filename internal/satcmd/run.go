@@ -1,6 +1,7 @@
 package satcmd
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -45,7 +46,9 @@ hashing the contract files it names, without compiling), preflights every
 channel and load bank, and needs explicit risk acceptance:
 --accept-risk=energize, or a yes typed at a terminal (--sim implies it).
 Interlocks abort the run on any safety channel out of limits or silent;
-the first Ctrl-C zeroes every load bank gracefully (confirmed by
+at a terminal, p and Enter pauses: the case stops, its load goes to 0
+kW, and r and Enter runs it again from its start; the first Ctrl-C
+zeroes every load bank gracefully (confirmed by
 read-back), the second writes 0 at once and exits.
 
 Resume an aborted or killed run with --resume DIR: the bundle is
@@ -266,6 +269,9 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 	if err != nil {
 		return fail(stderr, "run", fs, err)
 	}
+	if file, ok := stdin.(*os.File); ok && isTerminal(file) {
+		listenForPause(r, cfg.Operator, stdin, stderr)
+	}
 	go func() {
 		select {
 		case <-ctl.interrupt:
@@ -301,6 +307,42 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 		fmt.Fprintf(stdout, "fix the cause, then continue after the last completed case:\n  %s\n", resumeCommand(args, dir))
 	}
 	return runner.ExitCode(res)
+}
+
+// listenForPause reads the terminal while the run runs: p and Enter
+// pauses (the case stops, its load goes to 0 kW), r and Enter runs the
+// case again from its start. A prompt of the run takes the lines typed
+// while it waits.
+func listenForPause(r *runner.Runner, op runner.Operator, stdin io.Reader, stderr io.Writer) {
+	who := op.Who()
+	onLine := func(line string) {
+		var err error
+		switch strings.ToLower(line) {
+		case "p", "pause":
+			err = r.Pause(who)
+		case "r", "resume":
+			err = r.Unpause(who)
+		case "":
+			return
+		default:
+			err = fmt.Errorf("%q: type p and Enter to pause, r and Enter to resume; Ctrl-C stops the run", line)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "sat run: %v\n", err)
+		}
+	}
+	fmt.Fprintln(stderr, "sat run: type p and Enter to pause (the case stops, load to 0 kW; r and Enter runs it again), Ctrl-C to stop safely")
+	if t, ok := op.(*runner.Terminal); ok {
+		t.OnLine = onLine
+		t.Listen()
+		return
+	}
+	go func() {
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			onLine(strings.TrimSpace(sc.Text()))
+		}
+	}()
 }
 
 // resumeCommand is the sat run command line that continues this run:
