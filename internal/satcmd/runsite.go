@@ -113,7 +113,7 @@ func openSite(ctx context.Context, f runFlags, p *plan.Plan, b *binding.Binding,
 func openSim(f runFlags, p *plan.Plan, dir string, lookupEnv func(string) (string, bool), log *slog.Logger) (*siteEnv, error) {
 	_, contracts, _ := siteInputs(f, p)
 	epoch := time.Now()
-	if f.resume != "" {
+	if f.resume != "" || f.retry != "" {
 		if last, err := evidence.LastTime(dir); err == nil && !last.Before(epoch) {
 			epoch = last.Add(time.Second) // site time never goes back within a bundle
 		}
