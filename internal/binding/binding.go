@@ -99,8 +99,22 @@ type Device struct {
 	ProfileName string
 	Profile     *profile.Profile // nil when the profile is unknown
 	Note        string
-	Pos         diag.Pos
+	// Instrument is the instrument behind the device, if declared.
+	Instrument *Instrument
+	Pos        diag.Pos
 }
+
+// Instrument is a device's maker, serial and calibration, as the report
+// shows them. Dates are "YYYY-MM-DD".
+type Instrument struct {
+	Make, Model, Serial string
+	Calibrated, Due     string
+	Certificate         string
+}
+
+// Overdue reports whether the calibration was due before day (a date
+// "YYYY-MM-DD"); an instrument without a due date is never overdue.
+func (i *Instrument) Overdue(day string) bool { return i != nil && i.Due != "" && i.Due < day }
 
 // Serial is a Modbus RTU line.
 type Serial struct {

@@ -39,6 +39,11 @@ func TestExampleBinding(t *testing.T) {
 	assert.True(t, lb.Point(RoleSetpoint).Writable())
 	assert.False(t, lb.Point(RoleApplied).Writable())
 	assert.Equal(t, uint8(1), lb.Device.Unit)
+	assert.Equal(t, &Instrument{Make: "Avtron", Model: "K595", Serial: "AVT-K595-20417", Calibrated: "2026-05-12", Due: "2027-05-12",
+		Certificate: "cal/avt-k595-20417-2026.pdf"}, lb.Device.Instrument)
+	assert.False(t, lb.Device.Instrument.Overdue("2027-05-12"), "due that day: not yet overdue")
+	assert.True(t, lb.Device.Instrument.Overdue("2027-05-13"))
+	assert.Nil(t, pdu.Instrument)
 }
 
 // bindingDir writes a binding that reads the shipped profiles (the

@@ -184,6 +184,10 @@ func (d *decoder) device(name string, v cue.Value) *Device {
 		Note: str(v, "note"), Pos: d.r.UserPos(v)}
 	path := "devices." + quote(name)
 	dev.Timeout = d.duration(at(v, "timeout"), path+".timeout")
+	if iv := at(v, "instrument"); iv.Exists() {
+		dev.Instrument = &Instrument{Make: str(iv, "make"), Model: str(iv, "model"), Serial: str(iv, "serial"),
+			Calibrated: str(iv, "calibrated"), Due: str(iv, "due"), Certificate: str(iv, "certificate")}
+	}
 	secret := func(what string, p ...string) Secret {
 		sv := at(v, p...)
 		s, _ := sv.String()

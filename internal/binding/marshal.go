@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -91,7 +92,21 @@ func deviceFields(d *Device) string {
 			field("context", q(d.V3.Context))
 		}
 	}
+	if i := d.Instrument; i != nil {
+		field("instrument", instrumentText(i))
+	}
 	return w.String()
+}
+
+func instrumentText(i *Instrument) string {
+	var parts []string
+	for _, f := range []struct{ name, v string }{{"make", i.Make}, {"model", i.Model}, {"serial", i.Serial},
+		{"calibrated", i.Calibrated}, {"due", i.Due}, {"certificate", i.Certificate}} {
+		if f.v != "" {
+			parts = append(parts, f.name+": "+strconv.Quote(f.v))
+		}
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // duration writes a timeout in ms or s.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -118,6 +119,28 @@ func (r *Report) All() []string {
 		out = append(out, m.String())
 	}
 	return out
+}
+
+// AddsText says what an amendment adds: its files by name, then how
+// many records (a retry's run of a case is many).
+func (s Segment) AddsText() string {
+	var out []string
+	records := 0
+	for _, a := range s.Adds {
+		if strings.HasPrefix(a, "a ") && strings.HasSuffix(a, " record") {
+			records++
+			continue
+		}
+		out = append(out, a)
+	}
+	switch records {
+	case 0:
+	case 1:
+		out = append(out, "1 record")
+	default:
+		out = append(out, fmt.Sprintf("%d records", records))
+	}
+	return strings.Join(out, ", ")
 }
 
 // Signature is one signature in a bundle: a seal, or the manifest's.

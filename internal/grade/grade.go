@@ -229,10 +229,11 @@ type gaps struct {
 	worst time.Duration
 	from  time.Time
 	max   time.Duration
+	start time.Time // the case's start: times are said from it
 }
 
-func newGaps(wins []window, max time.Duration) *gaps {
-	g := &gaps{wins: wins, max: max, last: make([]time.Time, len(wins))}
+func newGaps(wins []window, max time.Duration, start time.Time) *gaps {
+	g := &gaps{wins: wins, max: max, last: make([]time.Time, len(wins)), start: start}
 	for i, w := range wins {
 		g.last[i] = w.From
 	}
@@ -269,8 +270,11 @@ func (g *gaps) problem() string {
 		return ""
 	}
 	return fmt.Sprintf("no good sample for %s from %s (the check needs one at least every %s)",
-		g.worst.Round(time.Millisecond), g.from.UTC().Format("15:04:05.000"), g.max)
+		g.worst.Round(time.Millisecond), rel(g.from, g.start), g.max)
 }
+
+// at is where the worst gap starts, for the verdict to mark it.
+func (g *gaps) at() *time.Time { return ptr(g.from) }
 
 func ptr[T any](v T) *T { return &v }
 

@@ -36,7 +36,7 @@ func newLevel(g *Grader) (kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &level{g: g, wins: wins, gaps: newGaps(wins, g.maxGap)}
+	l := &level{g: g, wins: wins, gaps: newGaps(wins, g.maxGap, g.tl.Start)}
 	c := g.c
 	lo, hi, ok := c.Accepted()
 	if !ok {
@@ -103,7 +103,7 @@ func (l *level) verdict(v *Verdict) {
 	case l.n == 0:
 		v.Outcome, v.Detail = Error, "no good sample in the graded window"
 	case l.gaps.problem() != "":
-		v.Outcome, v.Detail = Error, l.gaps.problem()
+		v.Outcome, v.Detail, v.At = Error, l.gaps.problem(), l.gaps.at()
 	default:
 		v.Outcome = Pass
 		v.Detail = l.pass(unit, start)

@@ -45,7 +45,7 @@ func newSettle(g *Grader) (kind, error) {
 		return nil, err
 	}
 	strict := wins[0]
-	return &settle{g: g, lo: lo, hi: hi, all: window{From: t0, To: strict.To}, strict: strict, gaps: newGaps(wins, g.maxGap)}, nil
+	return &settle{g: g, lo: lo, hi: hi, all: window{From: t0, To: strict.To}, strict: strict, gaps: newGaps(wins, g.maxGap, g.tl.Start)}, nil
 }
 
 func (s *settle) out(v float64) bool { return v < s.lo || v > s.hi }
@@ -87,7 +87,7 @@ func (s *settle) verdict(v *Verdict) {
 	case s.n == 0:
 		v.Outcome, v.Detail = Error, "no good sample after the event"
 	case s.gaps.problem() != "":
-		v.Outcome, v.Detail = Error, s.gaps.problem()
+		v.Outcome, v.Detail, v.At = Error, s.gaps.problem(), s.gaps.at()
 	case s.lastOut == nil:
 		v.Outcome = Pass
 		v.Detail = fmt.Sprintf("inside %s throughout the %g s after the event (%d samples)", band(s.lo, s.hi, unit), s.g.c.ForS, s.n)
@@ -150,7 +150,7 @@ func newRecovery(g *Grader) (kind, error) {
 			strict = append(strict, window{From: e.Add(within), To: h})
 		}
 	}
-	r.gaps = newGaps(strict, g.maxGap)
+	r.gaps = newGaps(strict, g.maxGap, g.tl.Start)
 	return r, nil
 }
 
@@ -213,7 +213,7 @@ func (r *recovery) verdict(v *Verdict) {
 	case r.n == 0:
 		v.Outcome, v.Detail = Error, "no good sample after any load edge"
 	case r.gaps.problem() != "":
-		v.Outcome, v.Detail = Error, r.gaps.problem()
+		v.Outcome, v.Detail, v.At = Error, r.gaps.problem(), r.gaps.at()
 	default:
 		v.Outcome = Pass
 		v.Detail = fmt.Sprintf("back inside %s within %.3g s of each of %d load edges (allowed %g s)",

@@ -86,8 +86,11 @@ func legend(p *PlotData) []legendItem {
 	if failed {
 		out = append(out, legendItem{"outside", "samples outside a failed limit"})
 	}
+	for _, c := range p.Commanded {
+		out = append(out, legendItem{"commanded", c.Label + " (lower axis)"})
+	}
 	if p.ExcitationChannel != "" {
-		out = append(out, legendItem{"excitation", "excitation " + p.ExcitationChannel + " (lower axis)"})
+		out = append(out, legendItem{"excitation", "measured " + p.ExcitationChannel + " (lower axis)"})
 	}
 	return out
 }

@@ -1,8 +1,16 @@
 package report
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
+	"html/template"
 	"log/slog"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -154,6 +162,9 @@ func fromJournal(rep *evidence.Report) *results.Results {
 // outcome is the run's outcome from the re-graded cases, as
 // results.Summarize decides it; an aborted run stays aborted.
 func outcome(r *results.Results, cases []Case) string {
+	if r.Abort != nil && r.Abort.Cause == results.CauseHandover {
+		return Unfinished
+	}
 	if r.Abort != nil || r.Outcome == results.Aborted {
 		return results.Aborted
 	}
@@ -197,19 +208,50 @@ func newRun(dir string, rep *evidence.Report, r *results.Results) *Run {
 	if r.Run.Site == "simulated" {
 		run.Sim = simText(r.Run)
 	}
+	run.Instruments = r.Run.Instruments
+	if r.Abort != nil && r.Abort.Cause == results.CauseHandover {
+		run.Handover = r.Abort.Reason
+	}
 	for _, c := range r.Cases {
 		for _, k := range c.Operator {
 			run.Witnesses = append(run.Witnesses, Witness{Case: c.ID, Step: k.Step, Action: k.Action, By: k.By, At: k.At, Note: k.Expect})
 		}
 	}
 	for _, s := range rep.Segments {
-		so := SignOff{Purpose: s.Purpose, Role: s.Role, By: s.By, Note: s.Note, Adds: s.Adds}
+		so := SignOff{Purpose: s.Purpose, Role: s.Role, By: s.By, Note: s.Note, Adds: s.AddsText()}
 		if s.Seal != nil {
 			so.Key, so.At = s.Seal.Key, s.Seal.At
 		}
 		run.SignOffs = append(run.SignOffs, so)
+		for _, f := range s.Adds {
+			if strings.HasPrefix(f, evidence.AttachDir+"/") {
+				run.Attachments = append(run.Attachments, attachment(dir, f, s))
+			}
+		}
 	}
 	return run
+}
+
+// maxInline is the largest photo the report embeds: a bigger one is
+// named, and opened from the bundle.
+const maxInline = 8 << 20
+
+// attachment reads an attached file for the report: a photo under
+// maxInline is embedded as a data: URL (the page stays one file).
+func attachment(dir, name string, s evidence.Segment) Attachment {
+	a := Attachment{Name: name, By: s.By, Note: s.Note}
+	raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+	if err != nil {
+		a.Note = strings.TrimSpace(a.Note + " (cannot be read: " + err.Error() + ")")
+		return a
+	}
+	sum := sha256.Sum256(raw)
+	a.Size, a.Digest = int64(len(raw)), "sha256:"+hex.EncodeToString(sum[:])
+	mime := map[string]string{".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif", ".webp": "image/webp"}[strings.ToLower(path.Ext(name))]
+	if mime != "" && len(raw) <= maxInline && http.DetectContentType(raw) == mime {
+		a.Image = template.URL("data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(raw))
+	}
+	return a
 }
 
 func simText(r results.Run) string {
@@ -245,7 +287,27 @@ func caseView(rc results.Case, p *plan.Plan, ac *evidence.AuditCase) Case {
 	for i, k := range ac.Plan.Checks {
 		c.Checks = append(c.Checks, checkView(recordedCheck(rc, k), ac.Verdicts[i]))
 	}
+	c.Reason = unsaid(c.Reason, c.Checks)
 	return c
+}
+
+// unsaid drops the lines of a case's reason that only repeat a check's
+// detail ("check: detail"), which the check's own row shows.
+func unsaid(reason string, checks []Check) string {
+	if reason == "" {
+		return ""
+	}
+	said := map[string]bool{}
+	for _, k := range checks {
+		said[k.ID+": "+k.Detail] = true
+	}
+	var keep []string
+	for line := range strings.SplitSeq(reason, "\n") {
+		if !said[strings.TrimSpace(line)] {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // recordedCheck is the recorded check with k's id, or one made from the

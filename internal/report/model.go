@@ -8,9 +8,12 @@
 package report
 
 import (
+	"html/template"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/seamdc/seam/internal/results"
 )
 
 // Outcomes of a case or check, as the runner records them.
@@ -54,9 +57,16 @@ type Run struct {
 	Mismatches     []Mismatch // re-graded verdicts that differ from the recorded ones
 	Cases          []Case
 	Witnesses      []Witness
+	// Instruments are the binding's instruments and their calibration.
+	Instruments []results.Instrument
 	// SignOffs are the signed amendments after the run: sign-offs by a
 	// witness or the accepting engineer, attachments.
 	SignOffs []SignOff
+	// Attachments are the files amendments added, in order.
+	Attachments []Attachment
+	// Handover says where a run stopped between shifts (its outcome is
+	// Unfinished).
+	Handover string
 }
 
 // SignOff is a signed amendment: who signed in what role, when, with
@@ -65,7 +75,20 @@ type SignOff struct {
 	Purpose, Role, By, Note string
 	Key                     string
 	At                      time.Time
-	Adds                    []string
+	Adds                    string // what it adds: its files, and how many records
+}
+
+// Unfinished is the outcome of a run stopped for a hand-over between
+// shifts: not aborted, not over.
+const Unfinished = "unfinished"
+
+// Attachment is a file a signed amendment added (sat attach): a photo
+// is shown, anything else named.
+type Attachment struct {
+	Name, By, Note string
+	Size           int64
+	Digest         string
+	Image          template.URL // a data: URL, for a photo
 }
 
 // OK reports whether the bundle verified and every verdict re-graded to

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"sort"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -25,10 +26,19 @@ type PlotData struct {
 
 	ExcitationChannel, ExcitationUnit string
 	Excitation                        []Point
+	// Commanded is each load bank's setpoint as the case's program
+	// commanded it, in kW, drawn dashed on the lower axis.
+	Commanded []Series
 
 	Bands    []Band
 	Marks    []Mark
 	Duration float64 // seconds: the x axis runs from 0 to Duration
+}
+
+// Series is a named line.
+type Series struct {
+	Label  string
+	Points []Point
 }
 
 // Band is a region the measured value must stay in from From to To
@@ -72,6 +82,7 @@ const (
 var (
 	colMeasured   = color.RGBA{R: 0x1f, G: 0x4e, B: 0x9a, A: 0xff}
 	colExcitation = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	colCommanded  = color.RGBA{R: 0x8e, G: 0x44, B: 0xad, A: 0xff}
 	colSteady     = color.NRGBA{R: 0x2e, G: 0x9d, B: 0x4f, A: 0x33}
 	colEnvelope   = color.NRGBA{R: 0xf0, G: 0x9a, B: 0x1a, A: 0x33}
 	colFailedBand = color.NRGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x22}
@@ -91,7 +102,7 @@ func (d *PlotData) SVG() ([]byte, error) {
 	}
 	plots := []*plot.Plot{top}
 	heights := []vg.Length{measuredHeight}
-	if len(d.Excitation) > 0 {
+	if len(d.Excitation) > 0 || len(d.Commanded) > 0 {
 		bottom, err := d.excitationPlot()
 		if err != nil {
 			return nil, err
@@ -132,21 +143,82 @@ func (d *PlotData) measuredPlot() (*plot.Plot, error) {
 		sc.GlyphStyle = draw.GlyphStyle{Color: colFail, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
 		p.Add(sc)
 	}
-	for i, m := range d.Marks {
-		p.Add(markPlotter{m, i % 3})
+	for i, row := range markRows(d.Marks, d.Duration) {
+		p.Add(markPlotter{d.Marks[i], row})
 	}
 	return p, nil
 }
 
-func (d *PlotData) excitationPlot() (*plot.Plot, error) {
-	p := newPlot(fmt.Sprintf("excitation (%s)", d.ExcitationUnit), d.Duration)
-	p.X.Label.Text = "time since the case started (s)"
-	line, err := plotter.NewLine(xys(d.Excitation))
-	if err != nil {
-		return nil, fmt.Errorf("plot of %s: %w", d.ExcitationChannel, err)
+// markRows places each mark's label on a row below the top of the plot
+// where it does not overlap the labels before it: a label takes about
+// 0.55 em per character at minFont, over the data area's width.
+func markRows(marks []Mark, duration float64) []int {
+	const dataWidth = plotWidth - 70 // points, the axes' labels aside
+	perS := dataWidth / math.Max(duration, 1e-3)
+	type span struct{ from, to float64 }
+	var rows [][]span
+	out := make([]int, len(marks))
+	order := make([]int, len(marks))
+	for i := range order {
+		order[i] = i
 	}
-	line.Color, line.Width = colExcitation, vg.Points(1)
-	p.Add(line)
+	sort.SliceStable(order, func(a, b int) bool { return marks[order[a]].At < marks[order[b]].At })
+	for _, i := range order {
+		m := marks[i]
+		x := m.At * perS
+		w := float64(len([]rune(m.Label)))*minFont*0.55 + 4
+		sp := span{x, x + w}
+		if x > dataWidth*0.8 { // drawn to the left of its line
+			sp = span{x - w, x}
+		}
+		row := 0
+		for ; row < len(rows); row++ {
+			free := true
+			for _, o := range rows[row] {
+				if sp.from < o.to && o.from < sp.to {
+					free = false
+					break
+				}
+			}
+			if free {
+				break
+			}
+		}
+		if row == len(rows) {
+			rows = append(rows, nil)
+		}
+		rows[row] = append(rows[row], sp)
+		out[i] = row
+	}
+	return out
+}
+
+// excitationPlot is the lower axis: the load each bank was commanded
+// to (dashed) and the measured excitation channel, when the case samples
+// one, in their own unit.
+func (d *PlotData) excitationPlot() (*plot.Plot, error) {
+	unit := d.ExcitationUnit
+	if unit == "" || len(d.Commanded) > 0 && unit == "value" {
+		unit = "kW"
+	}
+	p := newPlot(fmt.Sprintf("load (%s)", unit), d.Duration)
+	p.X.Label.Text = "time since the case started (s)"
+	for _, c := range d.Commanded {
+		line, err := plotter.NewLine(xys(c.Points))
+		if err != nil {
+			return nil, fmt.Errorf("plot of %s: %w", c.Label, err)
+		}
+		line.Color, line.Width, line.Dashes = colCommanded, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(2)}
+		p.Add(line)
+	}
+	if len(d.Excitation) > 0 {
+		line, err := plotter.NewLine(xys(d.Excitation))
+		if err != nil {
+			return nil, fmt.Errorf("plot of %s: %w", d.ExcitationChannel, err)
+		}
+		line.Color, line.Width = colExcitation, vg.Points(1)
+		p.Add(line)
+	}
 	for _, m := range d.Marks {
 		p.Add(markPlotter{Mark: Mark{At: m.At, Failed: m.Failed}})
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/seamdc/seam/internal/evidence"
@@ -91,6 +92,7 @@ func (p *plotState) data(pc *plan.Case, verdicts []grade.Verdict) *PlotData {
 	if p.excite != nil && p.excite.Len() > 0 {
 		d.ExcitationChannel, d.ExcitationUnit, d.Excitation = p.excitation, unitGuess(p.excitation), p.excite.Points()
 	}
+	d.Commanded = p.commanded(pc)
 	for i, k := range pc.Checks {
 		if k.Channel == p.channel && d.Unit == "" {
 			d.Unit = k.Unit
@@ -122,6 +124,9 @@ func (p *plotState) decorate(d *PlotData, k plan.Check, v grade.Verdict) {
 	if k.Channel != p.channel {
 		return
 	}
+	if v.Outcome == grade.Error && v.At != nil && strings.HasPrefix(v.Detail, "no good sample for") {
+		d.Marks = append(d.Marks, Mark{At: p.rel(*v.At), Failed: true, Label: k.Side + ": gap in the samples"})
+	}
 	lo, hi, ok := k.Accepted()
 	if !ok {
 		return
@@ -138,6 +143,60 @@ func (p *plotState) decorate(d *PlotData, k plan.Check, v grade.Verdict) {
 }
 
 func (p *plotState) rel(t time.Time) float64 { return t.Sub(p.tl.Start).Seconds() }
+
+// commanded is each load bank's setpoint as the case's program
+// commanded it, rebuilt from the plan's steps and the times they ran:
+// a set is a step, a ramp runs from its start to its end, a square wave
+// alternates high and low at its edges, from low.
+func (p *plotState) commanded(pc *plan.Case) []Series {
+	steps := map[string]plan.Step{}
+	for _, s := range pc.Steps {
+		steps[s.ID] = s
+	}
+	level := map[string]float64{}
+	lines := map[string][]Point{}
+	var banks []string
+	at := func(bank string, t time.Time, kw float64) {
+		if _, ok := lines[bank]; !ok {
+			banks = append(banks, bank)
+			lines[bank] = []Point{{T: 0, V: level[bank]}}
+		}
+		lines[bank] = append(lines[bank], Point{T: p.rel(t), V: kw})
+		level[bank] = kw
+	}
+	for _, sp := range p.tl.Steps {
+		s, ok := steps[sp.Step]
+		if !ok || s.LoadBank == "" {
+			continue
+		}
+		b := s.LoadBank
+		switch s.Op {
+		case plan.OpSetLoad:
+			at(b, sp.Start, level[b])
+			at(b, sp.Start, *s.KW)
+		case plan.OpRamp:
+			at(b, sp.Start, level[b])
+			at(b, sp.End, *s.KW)
+		case plan.OpSquareWave:
+			at(b, sp.Start, level[b])
+			at(b, sp.Start, *s.LowKW)
+			for i, e := range sp.Edges {
+				kw := *s.HighKW
+				if i%2 == 1 {
+					kw = *s.LowKW
+				}
+				at(b, e, level[b])
+				at(b, e, kw)
+			}
+		}
+	}
+	var out []Series
+	for _, b := range banks {
+		pts := append(lines[b], Point{T: p.rel(p.tl.End), V: level[b]})
+		out = append(out, Series{Label: "commanded " + b + " setpoint", Points: pts})
+	}
+	return out
+}
 
 // unitGuess names the canonical unit of a sampled channel from the last
 // part of its name, for the excitation axis.

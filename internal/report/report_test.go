@@ -16,6 +16,7 @@ import (
 
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/report/reporttest"
+	"github.com/seamdc/seam/internal/results"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -270,4 +271,21 @@ func TestUnfinishedRunSaysSo(t *testing.T) {
 	require.NoError(t, HTML(&html, r))
 	assert.Contains(t, md.String(), "the run did not finish: no manifest; verified up to its last checkpoint")
 	assert.Contains(t, html.String(), "The run did not finish: the bundle has no manifest.")
+}
+
+// The report lists the binding's instruments, marks one overdue at the
+// run, and heads an unfinished run (a hand-over) as UNFINISHED.
+func TestInstrumentsAndHandoverInTheHTML(t *testing.T) {
+	r := &Run{Site: "threemodule", Level: "sat", Outcome: Unfinished, Operator: "A. Engineer",
+		Handover: "the shift ended after case sat.p1-ma.steady.voltage-b (--until); 3 case(s) not run yet",
+		Instruments: []results.Instrument{{Device: "pdu-p1-a", Make: "Fluke", Model: "1738", Serial: "FL-0042", Calibrated: "2025-01-10", Due: "2026-01-10", Overdue: true},
+			{Device: "lb-ma", Serial: "AV-0007", Calibrated: "2026-06-01", Due: "2027-06-01", Certificate: "cal/av-0007.pdf"}}}
+	var b strings.Builder
+	require.NoError(t, HTML(&b, r))
+	page := b.String()
+	assert.Equal(t, "UNFINISHED", r.Verdict())
+	assert.Contains(t, page, "Verdict: <strong>UNFINISHED</strong>")
+	assert.Contains(t, page, "Stopped for a hand-over between shifts: the shift ended after case")
+	assert.Contains(t, page, `<tr class="FAIL"><td>pdu-p1-a</td><td>Fluke 1738</td><td>FL-0042</td><td>2025-01-10</td><td>2026-01-10 <strong class="overdue">OVERDUE at the run</strong></td>`)
+	assert.Contains(t, page, "<td>lb-ma</td><td> </td><td>AV-0007</td><td>2026-06-01</td><td>2027-06-01</td><td>cal/av-0007.pdf</td>")
 }

@@ -78,6 +78,22 @@ type Run struct {
 	Operator  string `json:"operator"`
 	// Resumes counts how often the run was resumed after a stop.
 	Resumes int `json:"resumes"`
+	// Instruments are the instruments the binding names behind its
+	// devices, with their calibration as it stood when the run started.
+	Instruments []Instrument `json:"instruments,omitempty"`
+}
+
+// Instrument is a device's instrument: who made it, its serial, when it
+// was calibrated and is due, and whether it was overdue at the run.
+type Instrument struct {
+	Device      string `json:"device"`
+	Make        string `json:"make,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Serial      string `json:"serial"`
+	Calibrated  string `json:"calibrated"`
+	Due         string `json:"due,omitempty"`
+	Certificate string `json:"certificate,omitempty"`
+	Overdue     bool   `json:"overdue,omitempty"`
 }
 
 // Counts are the cases by outcome.

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register("report", "write the HTML, JUnit, CSV and markdown reports of an evidence bundle", runReport)
+	register("report", "write the HTML, PDF, JUnit, CSV and markdown reports of an evidence bundle", runReport)
 }
 
 // reportFormats are the formats sat report writes, with their file names.
@@ -35,14 +35,16 @@ var reportFormats = []struct {
 
 const reportHelp = `Reads the evidence bundle DIR alone with the reader sat verify uses
 (the same checks, the same re-grade: the two cannot disagree), and
-writes the reports to --out (default DIR/report). Exit 0: the reports
+writes the reports to --out (default DIR/report): HTML, JUnit, CSV,
+markdown, and report.pdf printed from the HTML (A4) by a headless
+Chromium when one is installed. Exit 0: the reports
 are written and the evidence is intact; 2: they are written, but the
 bundle does not verify or a recorded verdict does not re-grade; 1: no
 report could be written.`
 
 func runReport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("DIR [--format html,junit,csv,md] [--out DIR|-] [--trust authorized_keys]", flag.ContinueOnError)
-	formats := fs.String("format", "html,junit,csv,md", "comma-separated: html, junit, csv, md")
+	fs := flag.NewFlagSet("DIR [--format html,junit,csv,md,pdf] [--out DIR|-] [--trust authorized_keys]", flag.ContinueOnError)
+	formats := fs.String("format", "html,junit,csv,md,pdf", "comma-separated: html, junit, csv, md, pdf (printed from the HTML by a headless Chromium; left out of the default when none is installed)")
 	out := fs.String("out", "", "directory to write to (default DIR/report); - writes the one format asked for to stdout")
 	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format): only their signatures count, and they must cover everything (as sat verify --trust)")
 	buckets := fs.Int("plot-intervals", report.DefaultBuckets, "intervals per plot whose first, lowest, highest and last samples are drawn")
@@ -57,7 +59,11 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "report", fs, err)
 	}
 	dir := pos[0]
-	chosen, err := chooseFormats(*formats, *out)
+	list, pdf, err := pdfAsked(fs, *formats, *out)
+	if err != nil {
+		return fail(stderr, "report", fs, err)
+	}
+	chosen, err := chooseFormats(list, *out)
 	if err != nil {
 		return fail(stderr, "report", fs, err)
 	}
@@ -78,6 +84,12 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	} else {
 		err = writeReports(run, chosen, reportDir(dir, *out), stdout)
 	}
+	switch {
+	case err == nil && pdf == noBrowser:
+		fmt.Fprintf(stdout, "%-5s skipped: no headless Chromium on PATH to print it (Debian: apt-get install chromium)\n", "pdf")
+	case err == nil && pdf != "":
+		err = writePDF(pdf, filepath.Join(reportDir(dir, *out), "report.html"), stdout)
+	}
 	if err != nil {
 		return fail(stderr, "report", fs, err)
 	}
@@ -96,13 +108,56 @@ func headline(r *report.Run) string {
 	return r.Outcome
 }
 
+// noBrowser is pdfAsked's browser when the default formats' PDF is
+// left out for want of one.
+const noBrowser = "-"
+
+// pdfAsked takes pdf out of the format list: it returns the browser to
+// print with ("" for no PDF) and the list, with html in it for the
+// browser to print. Asked for by --format, a PDF without a browser is
+// an error; in the default list it is left out, and said so.
+func pdfAsked(fs *flag.FlagSet, list, out string) (string, string, error) {
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "format" })
+	var rest []string
+	want, html := false, false
+	for _, f := range strings.Split(list, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "pdf":
+			want = true
+		case "html":
+			html = true
+			rest = append(rest, f)
+		default:
+			rest = append(rest, f)
+		}
+	}
+	if !want {
+		return strings.Join(rest, ","), "", nil
+	}
+	if out == "-" {
+		return "", "", cli.Usagef("--out - writes one format to stdout, and a PDF is a file: give --out DIR")
+	}
+	browser := findBrowser()
+	switch {
+	case browser == "" && explicit:
+		return "", "", fmt.Errorf("a PDF is printed by a headless Chromium, and none is on PATH (%s): install it (Debian: apt-get install chromium) or leave pdf out of --format", strings.Join(browsers, ", "))
+	case browser == "":
+		return strings.Join(rest, ","), noBrowser, nil
+	}
+	if !html {
+		rest = append(rest, "html")
+	}
+	return strings.Join(rest, ","), browser, nil
+}
+
 func chooseFormats(list, out string) ([]int, error) {
 	var chosen []int
 	for _, f := range strings.Split(list, ",") {
 		f = strings.TrimSpace(f)
 		i := formatIndex(f)
 		if i < 0 {
-			return nil, cli.Usagef("unknown format %q: want html, junit, csv or md", f)
+			return nil, cli.Usagef("unknown format %q: want html, junit, csv, md or pdf", f)
 		}
 		chosen = append(chosen, i)
 	}

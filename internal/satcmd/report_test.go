@@ -1,6 +1,7 @@
 package satcmd
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/compile"
@@ -112,4 +115,20 @@ func cmdBundle(ts *testscript.TestScript, neg bool, args []string) {
 	if (err != nil) != neg {
 		ts.Fatalf("bundle: %v", err)
 	}
+}
+
+// A PDF asked for on a machine without a headless Chromium is an error
+// that says what to install; in the default formats it is left out.
+func TestPDFWithoutABrowser(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	formats := fs.String("format", "html,pdf", "")
+	require.NoError(t, fs.Parse(nil))
+	list, browser, err := pdfAsked(fs, *formats, "")
+	require.NoError(t, err)
+	assert.Equal(t, "html", list)
+	assert.Equal(t, noBrowser, browser)
+	require.NoError(t, fs.Parse([]string{"--format", "pdf"}))
+	_, _, err = pdfAsked(fs, *formats, "")
+	assert.EqualError(t, err, "a PDF is printed by a headless Chromium, and none is on PATH (chromium, chromium-browser, google-chrome, google-chrome-stable): install it (Debian: apt-get install chromium) or leave pdf out of --format")
 }

@@ -5,11 +5,17 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
+	htmlpkg "html"
+	"image"
+	"image/color"
+	pngenc "image/png"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,6 +73,32 @@ func TestSignOffAndAttach(t *testing.T) {
 	code, _, errOut = sat(t, "attach", dir, photo, "--key", witnessKey, "--by", "Jane Roe")
 	require.Equal(t, 0, code, errOut)
 
+	var png bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	img.Set(1, 1, color.RGBA{R: 200, A: 255})
+	require.NoError(t, pngenc.Encode(&png, img))
+	meter := filepath.Join(t.TempDir(), "meter-display.png")
+	require.NoError(t, os.WriteFile(meter, png.Bytes(), 0o644))
+	code, _, errOut = sat(t, "attach", dir, meter, "--key", witnessKey, "--by", "Jane Roe", "--note", "the analyser's display at the step")
+	require.Equal(t, 0, code, errOut)
+
+	// the report shows the photo, names the file it cannot show, and who
+	// signed what
+	rep := filepath.Join(t.TempDir(), "rep")
+	code, _, errOut = sat(t, "report", dir, "--format", "html", "--out", rep)
+	require.Equal(t, 0, code, errOut)
+	raw, err := os.ReadFile(filepath.Join(rep, "report.html"))
+	require.NoError(t, err)
+	page := htmlpkg.UnescapeString(string(raw))
+	for _, want := range []string{
+		`<img src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(png.Bytes()) + `"`,
+		"attachments/meter-display.png · " + strconv.Itoa(png.Len()) + " bytes · attached by Jane Roe: the analyser's display at the step",
+		"attachments/skid-nameplate.jpg · 10 bytes · attached by Jane Roe<br>",
+	} {
+		assert.True(t, strings.Contains(page, want), "the report has no %q", want)
+	}
+	assert.Equal(t, 1, strings.Count(page, "<img "), "the JPEG that is not one is named, not shown")
+
 	code, vout, _ = sat(t, "verify", dir)
 	require.Equal(t, 0, code, vout)
 	assert.Regexp(t, `amendment 1 \(records \d+–\d+\): sign-off \(witness\) by Jane Roe, key SHA256:\S+, \S+: "witnessed every manual step"; signs manifest sha256:`, vout)
@@ -75,7 +107,7 @@ func TestSignOffAndAttach(t *testing.T) {
 	assert.Contains(t, vout, "amendment 3 (records")
 	assert.Contains(t, vout, "attach (attach) by Jane Roe")
 	assert.Contains(t, vout, "; adds attachments/skid-nameplate.jpg")
-	assert.Contains(t, strings.SplitN(vout, "\n", 2)[0], "; 3 signed amendment(s)")
+	assert.Contains(t, strings.SplitN(vout, "\n", 2)[0], "; 4 signed amendment(s)")
 	after, err := os.ReadFile(filepath.Join(dir, evidence.ManifestFile))
 	require.NoError(t, err)
 	assert.Equal(t, manifest, after, "the manifest never changes")

@@ -117,7 +117,7 @@ func printAudit(w io.Writer, rep *evidence.Report) {
 				fmt.Fprintf(w, "; runs case %s again: attempt %d, %s", ac.End.Result.ID, ac.Attempt, ac.End.Result.Outcome)
 			}
 		}
-		if adds := summarizeAdds(s.Adds); adds != "" {
+		if adds := s.AddsText(); adds != "" {
 			fmt.Fprintf(w, "; adds %s", adds)
 		}
 		fmt.Fprintln(w)
@@ -150,27 +150,6 @@ func recordedOutcome(rep *evidence.Report) string {
 		return m.Outcome
 	}
 	return "another outcome"
-}
-
-// summarizeAdds lists an amendment's files and counts its records.
-func summarizeAdds(adds []string) string {
-	var out []string
-	records := 0
-	for _, a := range adds {
-		if strings.HasPrefix(a, "a ") && strings.HasSuffix(a, " record") {
-			records++
-			continue
-		}
-		out = append(out, a)
-	}
-	switch records {
-	case 0:
-	case 1:
-		out = append(out, "1 record")
-	default:
-		out = append(out, fmt.Sprintf("%d records", records))
-	}
-	return strings.Join(out, ", ")
 }
 
 // printSignatures lists the run's seals by key, and the manifest's
