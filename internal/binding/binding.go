@@ -72,6 +72,9 @@ type Binding struct {
 	// Simulator is the simulator in another process that serves the
 	// devices (sat sim), or nil for a real site.
 	Simulator *Simulator
+	// Ambient are the channels that measure the test's ambient
+	// conditions, each one of Channels.
+	Ambient []string
 
 	channelsPos, loadbanksPos diag.Pos
 }

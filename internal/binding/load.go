@@ -87,7 +87,7 @@ type decoder struct {
 	diags diag.List
 }
 
-var topFields = map[string]bool{"profiles": true, "contracts": true, "devices": true, "channels": true, "loadbanks": true, "simulator": true}
+var topFields = map[string]bool{"profiles": true, "contracts": true, "devices": true, "channels": true, "loadbanks": true, "simulator": true, "ambient": true}
 
 func (d *decoder) topLevel() {
 	it, err := d.r.Value.Fields()
@@ -168,7 +168,26 @@ func (d *decoder) decode() *Binding {
 		k, _ := at(sv, "time_scale").Float64()
 		b.Simulator = &Simulator{Control: str(sv, "control"), TimeScale: k, Pos: d.r.UserPos(sv)}
 	}
+	d.ambient(b, at(v, "ambient"))
 	return b
+}
+
+// ambient reads the ambient channels: each must be a bound channel.
+func (d *decoder) ambient(b *Binding, v cue.Value) {
+	it, err := v.List()
+	if err != nil {
+		return
+	}
+	for i := 0; it.Next(); i++ {
+		name, _ := it.Value().String()
+		if b.Channel(name) == nil {
+			d.diags.Add(diag.Diagnostic{Rule: RuleUnknownChannel, Severity: diag.Error, Pos: d.r.UserPos(it.Value()), Path: fmt.Sprintf("ambient[%d]", i),
+				Message: fmt.Sprintf("ambient[%d]: channel %q is not bound in channels", i, name),
+				Hint:    "bind it in channels (the device and point that measure it), or drop it from ambient"})
+			continue
+		}
+		b.Ambient = append(b.Ambient, name)
+	}
 }
 
 func abs(dir, p string) string {

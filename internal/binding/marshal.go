@@ -46,6 +46,13 @@ func Marshal(b *Binding, pkg string) []byte {
 	if sm := b.Simulator; sm != nil {
 		fmt.Fprintf(&w, "\nsimulator: {control: %s, time_scale: %s}\n", strconv.Quote(sm.Control), strconv.FormatFloat(sm.TimeScale, 'g', -1, 64))
 	}
+	if len(b.Ambient) > 0 {
+		names := make([]string, len(b.Ambient))
+		for i, a := range b.Ambient {
+			names[i] = strconv.Quote(a)
+		}
+		fmt.Fprintf(&w, "\nambient: [%s]\n", strings.Join(names, ", "))
+	}
 	if len(b.LoadBanks) > 0 {
 		w.WriteString("\nloadbanks: {\n")
 		for _, lb := range b.LoadBanks {

@@ -376,6 +376,20 @@ func (b *Bundle) WriteFile(name string, data []byte) error {
 
 // tmpPrefix marks a file being written: one left by a crash is noted by
 // Audit and removed by Resume.
+// PlanIn is the path of the plan a bundle holds: plan.json, or, when a
+// stop came between recording it and putting it in place, the temporary
+// file that holds its recorded content (Resume puts it in place; its
+// digest is checked there).
+func PlanIn(dir string) string {
+	path := filepath.Join(dir, PlanFile)
+	if _, err := os.Lstat(path); err != nil {
+		if _, terr := os.Lstat(tmpPath(path)); terr == nil {
+			return tmpPath(path)
+		}
+	}
+	return path
+}
+
 const tmpPrefix = ".tmp-"
 
 func tmpPath(path string) string {

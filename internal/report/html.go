@@ -6,9 +6,11 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/seamdc/seam/internal/results"
 	"github.com/seamdc/seam/internal/version"
 )
 
@@ -29,6 +31,9 @@ var htmlTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
 	"measured": func(c Check) string { return value(c, c.Measured) },
 	"limit":    limitText,
 	"margin":   func(c Check) string { return value(c, c.Margin) },
+	"ambient": func(a results.Ambient) string {
+		return strings.TrimSpace(strconv.FormatFloat(*a.Value, 'g', 4, 64) + " " + a.Unit)
+	},
 }).ParseFS(tmplFS, "tmpl/report.html"))
 
 type htmlPage struct {

@@ -269,7 +269,7 @@ func simText(r results.Run) string {
 // the audit re-graded it, else the recorded ones.
 func caseView(rc results.Case, p *plan.Plan, ac *evidence.AuditCase) Case {
 	c := Case{ID: rc.ID, Title: rc.Title, Level: rc.Level, Kind: rc.Kind, Module: rc.Module, Boundary: rc.Boundary,
-		ClausePath: rc.Clause.Path, ClausePos: rc.Clause.Pos, Verdict: string(rc.Outcome), Reason: rc.Reason}
+		ClausePath: rc.Clause.Path, ClausePos: rc.Clause.Pos, Verdict: string(rc.Outcome), Reason: rc.Reason, Ambient: rc.Ambient}
 	if rc.Started != nil {
 		c.Start = *rc.Started
 	}

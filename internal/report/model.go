@@ -174,6 +174,8 @@ type Case struct {
 	Plot       *PlotData // nil when the case has no samples to show
 	// Attempt is the attempt shown, of Attempts in all; Earlier are the
 	// attempts before it, kept and re-graded, that no longer count.
+	// Ambient are the ambient channels as read at the case's start.
+	Ambient []results.Ambient
 	Attempt, Attempts int
 	Retry             string // who signed the retry amendment shown, if it is one
 	Earlier           []Attempt

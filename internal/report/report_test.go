@@ -289,3 +289,14 @@ func TestInstrumentsAndHandoverInTheHTML(t *testing.T) {
 	assert.Contains(t, page, `<tr class="FAIL"><td>pdu-p1-a</td><td>Fluke 1738</td><td>FL-0042</td><td>2025-01-10</td><td>2026-01-10 <strong class="overdue">OVERDUE at the run</strong></td>`)
 	assert.Contains(t, page, "<td>lb-ma</td><td> </td><td>AV-0007</td><td>2026-06-01</td><td>2027-06-01</td><td>cal/av-0007.pdf</td>")
 }
+
+// A case's ambient conditions are printed under its title, and one not
+// read says why.
+func TestAmbientInTheHTML(t *testing.T) {
+	v := 23.46
+	r := &Run{Site: "threemodule", Level: "sat", Outcome: results.Passed, Cases: []Case{{ID: "sat.p1-ma.steady.voltage-a", Verdict: Pass,
+		Ambient: []results.Ambient{{Channel: "site/air-temp", Value: &v, Unit: "degC"}, {Channel: "site/humidity", Problem: "device amb point rh: error"}}}}}
+	var b strings.Builder
+	require.NoError(t, HTML(&b, r))
+	assert.Contains(t, b.String(), `<p class="meta">ambient at the start: site/air-temp 23.46 degC; site/humidity not read (device amb point rh: error)</p>`)
+}

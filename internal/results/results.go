@@ -148,6 +148,18 @@ type Case struct {
 	Ended    *time.Time     `json:"ended,omitempty"`
 	Checks   []Check        `json:"checks"`
 	Operator []Confirmation `json:"operator,omitempty"`
+	// Ambient are the binding's ambient channels as read at the case's
+	// start.
+	Ambient []Ambient `json:"ambient,omitempty"`
+}
+
+// Ambient is one reading of an ambient channel: its value in its unit,
+// or why there is none.
+type Ambient struct {
+	Channel string   `json:"channel"`
+	Value   *float64 `json:"value,omitempty"`
+	Unit    string   `json:"unit,omitempty"`
+	Problem string   `json:"problem,omitempty"`
 }
 
 // Clause is the contract clause a case proves.

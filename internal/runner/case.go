@@ -52,6 +52,7 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) (paused bool) 
 	r.append("case_start", c.ID, caseStart{Index: i + 1, Of: len(r.cfg.Plan.Cases), Title: c.Title, Clause: c.Clause.Path, EstimatedS: c.EstimatedS})
 	r.prog.caseStart(i, c)
 	r.log.Info("case started", "case", c.ID, "index", i+1, "of", len(r.cfg.Plan.Cases))
+	res.Ambient = r.ambient(cctx)
 	cr := &caseRun{c: c, res: res, injected: map[[2]string]bool{}}
 	if outcome, reason := r.preconditions(cctx, cr); outcome != "" {
 		switch {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/results"
 )
 
@@ -29,4 +30,31 @@ func testInstruments(t *testing.T) {
 	back, err := results.Read(g.dir + "/results.json")
 	require.NoError(t, err)
 	assert.Equal(t, res.Run.Instruments, back.Run.Instruments, "results.json keeps them, schema-valid")
+}
+
+// The binding's ambient channels are read at every case's start; one
+// that cannot be read says why, and the run goes on.
+func TestAmbientIsReadAtEveryCase(t *testing.T) { synctest.Test(t, testAmbient) }
+
+func testAmbient(t *testing.T) {
+	g := newRig(t)
+	g.site.Devices["amb"] = newMeter("amb", g.w, map[string]func() float64{"air-temp": func() float64 { return 23.5 }})
+	b := g.site.Binding
+	b.Devices = append([]*binding.Device{{Name: "amb"}}, b.Devices...)
+	b.Channels = append(b.Channels, &binding.Channel{Name: "site/air-temp", DeviceName: "amb", PointName: "air-temp"})
+	b.Ambient = []string{"site/air-temp", "site/humidity"}
+	res, err := g.run(g.config())
+	require.NoError(t, err)
+	assert.Equal(t, results.Passed, res.Outcome)
+	for _, c := range res.Cases {
+		require.Len(t, c.Ambient, 2, c.ID)
+		require.NotNil(t, c.Ambient[0].Value, c.ID)
+		assert.Equal(t, 23.5, *c.Ambient[0].Value)
+		assert.Equal(t, "site/humidity", c.Ambient[1].Channel)
+		assert.Nil(t, c.Ambient[1].Value)
+		assert.Contains(t, c.Ambient[1].Problem, "channel site/humidity is not bound")
+	}
+	rep, err := evidence.Verify(g.dir, nil)
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), rep.All())
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/results"
@@ -199,29 +198,4 @@ func (l *logFile) Close() error {
 	err := l.f.Close()
 	l.f = nil
 	return err
-}
-
-// instruments lists the binding's instruments with their calibration on
-// the run's day (UTC); an overdue one is logged as a warning.
-func (r *Runner) instruments() []results.Instrument {
-	b := r.cfg.Site.Binding
-	if b == nil {
-		return nil
-	}
-	day := r.clk.Now().UTC().Format(time.DateOnly)
-	var out []results.Instrument
-	for _, d := range b.Devices {
-		i := d.Instrument
-		if i == nil {
-			continue
-		}
-		ri := results.Instrument{Device: d.Name, Make: i.Make, Model: i.Model, Serial: i.Serial, Calibrated: i.Calibrated,
-			Due: i.Due, Certificate: i.Certificate, Overdue: i.Overdue(day)}
-		if ri.Overdue {
-			r.cfg.Log.Warn("instrument calibration overdue", "device", d.Name, "serial", i.Serial, "due", i.Due,
-				"hint", "recalibrate it, or record why it may be used (sat attach the deviation)")
-		}
-		out = append(out, ri)
-	}
-	return out
 }

@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -178,9 +177,9 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	case len(pos) == 1:
 		planPath = pos[0]
 	case len(pos) == 0 && f.resume != "":
-		planPath = filepath.Join(f.resume, runner.PlanFile)
+		planPath = evidence.PlanIn(f.resume)
 	case len(pos) == 0 && f.retry != "":
-		planPath = filepath.Join(f.retry, runner.PlanFile)
+		planPath = evidence.PlanIn(f.retry)
 	default:
 		return f, "", fs, cli.Usagef("want one plan file, got %d arguments", len(pos))
 	}
