@@ -175,7 +175,7 @@ type Case struct {
 	// Attempt is the attempt shown, of Attempts in all; Earlier are the
 	// attempts before it, kept and re-graded, that no longer count.
 	// Ambient are the ambient channels as read at the case's start.
-	Ambient []results.Ambient
+	Ambient           []results.Ambient
 	Attempt, Attempts int
 	Retry             string // who signed the retry amendment shown, if it is one
 	Earlier           []Attempt
