@@ -1,0 +1,215 @@
+package burnin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/seamdc/seam/internal/gputools"
+	"github.com/seamdc/seam/internal/topology/hostlist"
+)
+
+// Tools runs the simulated GPU tools (internal/gputools) in process,
+// with the nodes' state from Nodes: no scheduler in between. It proves
+// the ladder and the analysis at a size no test can start slurmds for;
+// it does not prove Slurm placement, reservations or timeouts (Slurm
+// does).
+type Tools struct {
+	Nodes func(names ...string) ([]*gputools.Node, error)
+}
+
+// Describe names it.
+func (Tools) Describe() string { return "the simulated tools, in process" }
+
+// Run runs the job's command as the tool would run on its first node
+// (rank 0: it prints for the job).
+func (t Tools) Run(ctx context.Context, j Job) Output {
+	if err := ctx.Err(); err != nil {
+		return Output{Err: err}
+	}
+	env := gputools.Env{Node: j.Nodes[0], Nodes: t.Nodes}
+	if len(j.Nodes) > 1 {
+		env.JobNodes = j.Nodes
+	}
+	var out, errb bytes.Buffer
+	code := gputools.Run(j.Command[0], j.Command[1:], env, &out, &errb)
+	o := Output{Stdout: out.Bytes(), Exit: code}
+	if code != 0 && errb.Len() > 0 {
+		o.Err = errors.New(strings.TrimSpace(errb.String()))
+	}
+	return o
+}
+
+// Slurm runs jobs with srun inside a reservation that holds the nodes
+// under burn-in away from users (a drained node takes no srun -w; a
+// reserved one takes the reservation's jobs only).
+type Slurm struct {
+	// Conf is slurm.conf ("" the environment's); Bin the directory of
+	// srun, scontrol and scancel ("" PATH).
+	Conf, Bin string
+	// Reservation is the reservation's name (Reserve sets it).
+	Reservation string
+	// Partition, when set, is passed to srun (a dedicated burn-in
+	// partition instead of, or with, the reservation).
+	Partition string
+	// Env is added to the jobs' environment (PATH to the tools).
+	Env []string
+	seq atomic.Int64
+}
+
+// Describe names the scheduler and the reservation.
+func (s *Slurm) Describe() string {
+	if s.Reservation != "" {
+		return "Slurm (reservation " + s.Reservation + ")"
+	}
+	return "Slurm"
+}
+
+func (s *Slurm) bin(p string) string {
+	if s.Bin == "" {
+		return p
+	}
+	return filepath.Join(s.Bin, p)
+}
+
+func (s *Slurm) cmd(ctx context.Context, prog string, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, s.bin(prog), args...)
+	c.Env = append(os.Environ(), s.Env...)
+	if s.Conf != "" {
+		c.Env = append(c.Env, "SLURM_CONF="+s.Conf)
+	}
+	c.WaitDelay = 5 * time.Second
+	return c
+}
+
+// Reserve creates the reservation name over nodes for user, starting
+// now, with flags MAINT (the nodes show as in maintenance) and
+// IGNORE_JOBS (a running job does not block it; burn-in starts on
+// nodes that run nothing).
+func (s *Slurm) Reserve(ctx context.Context, name, user string, nodes []string) error {
+	list := hostlist.Compress(nodes)
+	out, err := s.cmd(ctx, "scontrol", "create", "reservation", "ReservationName="+name, "StartTime=now", "Duration=UNLIMITED",
+		"Users="+user, "Nodes="+list, "Flags=MAINT,IGNORE_JOBS").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("scontrol create reservation %s on %s: %w: %s", name, list, err, strings.TrimSpace(string(out)))
+	}
+	s.Reservation = name
+	return nil
+}
+
+// Release deletes the reservation: the nodes return to the scheduler
+// (those that failed stay out through their hold, not the reservation).
+func (s *Slurm) Release(ctx context.Context) error {
+	if s.Reservation == "" {
+		return nil
+	}
+	out, err := s.cmd(ctx, "scontrol", "delete", "ReservationName="+s.Reservation).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("scontrol delete reservation %s: %w: %s", s.Reservation, err, strings.TrimSpace(string(out)))
+	}
+	s.Reservation = ""
+	return nil
+}
+
+// Unavailable asks scontrol for the nodes' states and returns those
+// that cannot run a job, with their state: DOWN, UNKNOWN (no slurmd has
+// registered for it), FUTURE, or flagged DRAIN, FAIL, NOT_RESPONDING or
+// POWERED_DOWN. (sinfo shows a node in a MAINT reservation as "maint",
+// whatever else it is: scontrol keeps the flags.)
+func (s *Slurm) Unavailable(ctx context.Context, nodes []string) (map[string]string, error) {
+	out, err := s.cmd(ctx, "scontrol", "-o", "show", "node", hostlist.Compress(nodes)).Output()
+	if err != nil {
+		return nil, fmt.Errorf("scontrol show node: %w", err)
+	}
+	bad := map[string]string{}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var name, state string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "NodeName="); ok {
+				name = v
+			}
+			if v, ok := strings.CutPrefix(f, "State="); ok {
+				state = v
+			}
+		}
+		if name == "" {
+			continue
+		}
+		seen[name] = true
+		parts := strings.Split(state, "+")
+		base := strings.TrimRight(parts[0], "*")
+		switch {
+		case base == "UNKNOWN":
+			bad[name] = "Slurm reports it " + state + ": no slurmd has registered for it (not responding)"
+		case slices.Contains([]string{"DOWN", "FUTURE"}, base):
+			bad[name] = "Slurm reports it " + state + ": it cannot run a job"
+		default:
+			for _, p := range parts[1:] {
+				if slices.Contains([]string{"DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN"}, p) {
+					bad[name] = "Slurm reports it " + state + ": it cannot run a job"
+				}
+			}
+		}
+	}
+	for _, n := range nodes {
+		if !seen[n] {
+			bad[n] = "Slurm does not know it (scontrol show node lists no such node): add it to slurm.conf"
+		}
+	}
+	return bad, nil
+}
+
+// Run runs the job with srun -w NODES -N n --ntasks-per-node=1 in the
+// reservation; a job that outlives ctx is cancelled by its name.
+func (s *Slurm) Run(ctx context.Context, j Job) Output {
+	name := fmt.Sprintf("seam-burnin-%s-%d", j.Step, s.seq.Add(1))
+	args := []string{"--job-name=" + name, "-w", hostlist.Compress(j.Nodes), "-N", strconv.Itoa(len(j.Nodes)), "--ntasks-per-node=1", "--quiet"}
+	if dl, ok := ctx.Deadline(); ok {
+		args = append(args, "--time="+strconv.Itoa(max(1, int(time.Until(dl).Minutes()+0.999))))
+	}
+	if s.Reservation != "" {
+		args = append(args, "--reservation="+s.Reservation)
+	}
+	if s.Partition != "" {
+		args = append(args, "--partition="+s.Partition)
+	}
+	args = append(args, j.Command...)
+	c := s.cmd(ctx, "srun", args...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err := c.Run()
+	o := Output{Stdout: stdout.Bytes()}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		o.Err = fmt.Errorf("srun %s on %s: %w", j.Command[0], hostlist.Compress(j.Nodes), ctx.Err())
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_ = s.cmd(cctx, "scancel", "--name="+name).Run()
+		cancel()
+	case errors.As(err, &ee):
+		o.Exit = ee.ExitCode()
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			o.Err = fmt.Errorf("srun %s on %s: exit %d: %s", j.Command[0], hostlist.Compress(j.Nodes), o.Exit, lastLine(msg))
+		}
+	case err != nil:
+		o.Err = fmt.Errorf("srun: %w", err)
+	}
+	return o
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

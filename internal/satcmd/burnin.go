@@ -1,0 +1,366 @@
+package satcmd
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seamdc/seam/internal/burnin"
+	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/lifecycle"
+	"github.com/seamdc/seam/internal/sign"
+	"github.com/seamdc/seam/internal/topology"
+	"github.com/seamdc/seam/internal/version"
+)
+
+const burninHelp = `GPU burn-in of a module's nodes through Slurm (docs/burnin.md):
+
+  sat burnin run --contracts DIR --module M --out DIR [--slurm-conf FILE]
+          [--tools DIR] [--nodes N1,N2…] [--sign-key KEY] [--timeout D]
+          [--parallel N] [--size BYTES] [--baselines DIR] [--report DIR]
+      reserve the nodes (a Slurm reservation, Flags=MAINT,IGNORE_JOBS:
+      users' jobs do not start on them), run the ladder with srun inside
+      it (dcgmi diag -r 3 -j, nvidia-smi telemetry and a single-node
+      all_reduce_perf per node; ring pairs; each rack; the module; low
+      groups bisected to the node), release the reservation, and write
+      the evidence bundle (sat verify checks it), each node's baseline
+      and the report (burnin.csv, burnin.junit.xml, burnin.html)
+  sat burnin compare FACTORY SITE
+      compare two bundles' baselines.json (or two such files): every
+      node's figure that got worse from the factory to the site
+
+Exit codes: 0 every node passed (compare: nothing got worse), 2 some
+node is held back (compare: something got worse), 1 the tool failed.`
+
+func init() {
+	register("burnin", "GPU burn-in through Slurm: diagnostics, all-reduce ladder, baselines as evidence", runBurnin)
+}
+
+func runBurnin(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stderr, burninHelp)
+		if len(args) == 0 {
+			return cli.ExitTool
+		}
+		return cli.ExitOK
+	}
+	switch args[0] {
+	case "run":
+		return burninRun(args[1:], stdout, stderr, os.LookupEnv)
+	case "compare":
+		return burninCompare(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "sat burnin: unknown subcommand %q (run or compare)\n\n%s\n", args[0], burninHelp)
+	return cli.ExitTool
+}
+
+type burninFlags struct {
+	contracts, module, out, slurmConf, tools, nodes, baselines, report, reservation string
+	lifecycle                                                                       string
+	lifecycleKey                                                                    keyFlags
+	key                                                                             keyFlags
+	timeout                                                                         time.Duration
+	parallel                                                                        int
+	size                                                                            int64
+}
+
+func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	fs := flag.NewFlagSet("run --contracts DIR --module M --out DIR [flags]", flag.ContinueOnError)
+	var f burninFlags
+	fs.StringVar(&f.contracts, "contracts", "", "the site's contracts (their inventory names the nodes, racks and serials)")
+	fs.StringVar(&f.module, "module", "", "the IT module to burn in")
+	fs.StringVar(&f.out, "out", "", "the evidence directory to create")
+	fs.StringVar(&f.slurmConf, "slurm-conf", "", "slurm.conf (default: $SLURM_CONF or Slurm's own)")
+	fs.StringVar(&f.tools, "tools", "", "a directory put first on the jobs' PATH (sat sim-tools install writes the simulated tools there)")
+	fs.StringVar(&f.nodes, "nodes", "", "only these nodes of the module, comma-separated")
+	fs.StringVar(&f.baselines, "baselines", "", "where to write each node's baseline file (default OUT.baselines)")
+	fs.StringVar(&f.report, "report", "", "where to write burnin.csv, burnin.junit.xml, burnin.html (default OUT.report)")
+	fs.StringVar(&f.reservation, "reservation", "", "the reservation's name (default seam-burnin-MODULE)")
+	fs.StringVar(&f.key.key, "sign-key", "", "sign the bundle with this OpenSSH key")
+	fs.StringVar(&f.key.passEnv, "passphrase-env", "", "the environment variable holding the key's passphrase")
+	fs.StringVar(&f.lifecycle, "lifecycle", "", "the lifecycle store: hold the nodes during burn-in, then provision those that pass and hold back the others")
+	fs.StringVar(&f.lifecycleKey.key, "lifecycle-key", "", "the SSH key that signs the lifecycle changes (with --lifecycle)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "the longest one job may take")
+	fs.IntVar(&f.parallel, "parallel", 8, "jobs running at once")
+	fs.Int64Var(&f.size, "size", 8<<30, "the all-reduce's fixed size, bytes (at least 1 GiB)")
+	pos, err := cli.Parse(fs, args)
+	switch {
+	case err != nil:
+	case len(pos) != 0:
+		err = cli.Usagef("unexpected arguments %s", strings.Join(pos, " "))
+	case f.contracts == "" || f.module == "" || f.out == "":
+		err = cli.Usagef("give --contracts, --module and --out")
+	case (f.lifecycle == "") != (f.lifecycleKey.key == ""):
+		err = cli.Usagef("give --lifecycle STORE and --lifecycle-key KEY together")
+	}
+	if err != nil {
+		return fail(stderr, "burnin run", fs, err)
+	}
+	code, err := burninDo(f, stdout, stderr, lookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "sat burnin: %v\n", err)
+		return cli.ExitTool
+	}
+	return code
+}
+
+func burninNodes(f burninFlags) ([]burnin.Node, error) {
+	c, diags, err := contract.Load(f.contracts)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil || diags.Count(diag.Error) > 0 {
+		return nil, fmt.Errorf("the contracts in %s do not load: run contractc vet %s", f.contracts, f.contracts)
+	}
+	if _, err := c.ReadInventory(nil); err != nil {
+		return nil, err
+	}
+	g, _ := c.Graph()
+	top, err := topology.FromGraph(g, topology.GraphOptions{RackNames: topology.RackNames(g, c.Handovers)})
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := burnin.NodesFrom(top, g, f.module)
+	if err != nil {
+		return nil, fmt.Errorf("module %s in %s: %w", f.module, f.contracts, err)
+	}
+	if f.nodes == "" {
+		return nodes, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(f.nodes, ",") {
+		want[strings.TrimSpace(n)] = true
+	}
+	var out []burnin.Node
+	for _, n := range nodes {
+		if want[n.Name] {
+			out = append(out, n)
+			delete(want, n.Name)
+		}
+	}
+	for n := range want {
+		return nil, fmt.Errorf("--nodes: %s is not a node of module %s", n, f.module)
+	}
+	return out, nil
+}
+
+func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) (int, error) {
+	nodes, err := burninNodes(f)
+	if err != nil {
+		return 0, err
+	}
+	opt := burnin.BundleOptions{Tool: "sat burnin " + version.Version}
+	if f.key.key != "" {
+		s, _, err := evidenceSigner(f.key, lookupEnv)
+		if err != nil {
+			return 0, err
+		}
+		opt.Evidence = evidence.Options{Signer: s, By: currentUser()}
+	}
+	if entries, err := os.ReadDir(f.out); err == nil && len(entries) > 0 {
+		return 0, fmt.Errorf("evidence directory %s is not empty: choose a new --out", f.out)
+	}
+	ex := &burnin.Slurm{Conf: f.slurmConf}
+	if f.tools != "" {
+		abs, err := filepath.Abs(f.tools)
+		if err != nil {
+			return 0, err
+		}
+		path, _ := lookupEnv("PATH")
+		ex.Env = []string{"PATH=" + abs + ":" + path}
+	}
+	if f.reservation == "" {
+		f.reservation = "seam-burnin-" + f.module
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	ctx := context.Background()
+	gate, err := openGate(ctx, f, lookupEnv)
+	if err != nil {
+		return 0, err
+	}
+	if gate != nil {
+		defer gate.store.Close()
+		if err := burnin.Hold(ctx, gate.store, gate.auth, nodes, "burn-in under way (Slurm reservation "+f.reservation+")"); err != nil {
+			return 0, err
+		}
+	}
+	if err := ex.Reserve(ctx, f.reservation, currentUser(), names); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err := ex.Release(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(stderr, "sat burnin: %v (delete it by hand: scontrol delete ReservationName=%s)\n", err, f.reservation)
+		}
+	}()
+	fmt.Fprintf(stderr, "sat burnin: %d nodes of %s reserved (%s)\n", len(nodes), f.module, f.reservation)
+	res, err := burnin.Run(ctx, nodes, ex, burnin.Config{Size: f.size, Parallel: f.parallel, Timeout: f.timeout, Progress: stderr})
+	if err != nil {
+		return 0, err
+	}
+	m, baselines, err := burnin.WriteBundle(f.out, res, opt)
+	if err != nil {
+		return 0, err
+	}
+	if f.baselines == "" {
+		f.baselines = filepath.Clean(f.out) + ".baselines"
+	}
+	files, err := burnin.WriteBaselines(f.baselines, baselines)
+	if err != nil {
+		return 0, err
+	}
+	if gate != nil {
+		// while the nodes are still reserved
+		for _, a := range burnin.Gate(ctx, gate.store, gate.auth, res, files, m.Bundle) {
+			if a.Err != "" {
+				fmt.Fprintf(stdout, "lifecycle: %s: %s failed: %s\n", a.Node, a.Action, a.Err)
+				continue
+			}
+			fmt.Fprintf(stdout, "lifecycle: %s %s: %s\n", a.Node, a.Action, a.Reason)
+		}
+	}
+	if f.report == "" {
+		f.report = filepath.Clean(f.out) + ".report"
+	}
+	if err := writeBurninReport(f.report, res); err != nil {
+		return 0, err
+	}
+	held := res.Held()
+	fmt.Fprintf(stdout, "%d nodes burned in, %d passed, %d held back; evidence %s (bundle %s), baselines %s, report %s\n",
+		len(res.Nodes), len(res.Nodes)-len(held), len(held), f.out, m.Bundle, f.baselines, f.report)
+	for _, n := range held {
+		fmt.Fprintf(stdout, "held %s (serial %s):\n", n.Name, n.Serial)
+		for _, r := range n.Reasons() {
+			fmt.Fprintf(stdout, "  %s\n", r)
+		}
+	}
+	if res.Facility != nil {
+		fmt.Fprintln(stdout, res.Facility)
+	}
+	if !res.Passed() {
+		return cli.ExitFindings, nil
+	}
+	return cli.ExitOK, nil
+}
+
+type burninGate struct {
+	store *lifecycle.Store
+	auth  lifecycle.Auth
+}
+
+// openGate opens the lifecycle store and the key that signs its
+// changes (nil without --lifecycle).
+func openGate(ctx context.Context, f burninFlags, lookupEnv func(string) (string, bool)) (*burninGate, error) {
+	if f.lifecycle == "" {
+		return nil, nil
+	}
+	var pass []byte
+	if f.key.passEnv != "" {
+		v, _ := lookupEnv(f.key.passEnv)
+		pass = []byte(v)
+	}
+	signer, err := sign.LoadSigner(f.lifecycleKey.key, pass)
+	if err != nil {
+		return nil, fmt.Errorf("--lifecycle-key: %w", err)
+	}
+	st, err := lifecycle.Open(ctx, lifecycle.Config{Store: f.lifecycle, LookupEnv: lookupEnv})
+	if err != nil {
+		return nil, fmt.Errorf("--lifecycle %s: %w", f.lifecycle, err)
+	}
+	return &burninGate{store: st, auth: lifecycle.KeyAuth(signer, "")}, nil
+}
+
+func writeBurninReport(dir string, res *burnin.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, w := range map[string]func(io.Writer, *burnin.Result) error{
+		"burnin.csv": burnin.WriteCSV, "burnin.junit.xml": burnin.WriteJUnit, "burnin.html": burnin.WriteHTML,
+	} {
+		fh, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = w(fh, res)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("report %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "root"
+}
+
+func burninCompare(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("compare FACTORY SITE", flag.ContinueOnError)
+	pos, err := cli.Parse(fs, args)
+	if err == nil && len(pos) != 2 {
+		err = cli.Usagef("want the factory's and the site's baselines (bundles or baselines.json), got %d arguments", len(pos))
+	}
+	if err != nil {
+		return fail(stderr, "burnin compare", fs, err)
+	}
+	var sets [2][]*lifecycle.Baseline
+	for i, p := range pos {
+		if sets[i], err = readBaselines(p); err != nil {
+			fmt.Fprintf(stderr, "sat burnin compare: %v\n", err)
+			return cli.ExitTool
+		}
+	}
+	worse, notes := burnin.Compare(sets[0], sets[1])
+	for _, n := range notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
+	for _, w := range worse {
+		fmt.Fprintf(stdout, "worse: %s\n", w)
+	}
+	fmt.Fprintf(stdout, "%d nodes compared, %d figures got worse\n", len(sets[0]), len(worse))
+	if len(worse) > 0 {
+		return cli.ExitFindings
+	}
+	return cli.ExitOK
+}
+
+// readBaselines reads a bundle's baselines.json, or such a file.
+func readBaselines(p string) ([]*lifecycle.Baseline, error) {
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		p = filepath.Join(p, burnin.BaselineFile)
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, fmt.Errorf("%s: not a list of baselines: %w", p, err)
+	}
+	out := make([]*lifecycle.Baseline, 0, len(raws))
+	for i, r := range raws {
+		b, err := lifecycle.ParseBaseline(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: baseline %d: %w", p, i+1, err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
