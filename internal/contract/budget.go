@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/seamdc/seam/internal/diag"
@@ -21,8 +22,17 @@ const (
 	RuleRedundancyUnits = "BUDGET008"
 )
 
-// Derating is the share of a breaker's rating that may carry continuous load.
-const Derating = 0.8
+// DefaultDerating is the share of a breaker's rating that may carry
+// continuous load when the breaker states no derating of its own: the US
+// NEC's 80 %. A breaker's `derating` field overrides it (100 % for a
+// breaker listed for continuous duty at its rating).
+const DefaultDerating = 0.8
+
+// ContinuousLimit is the one rule for a breaker's continuous limit, in kW:
+// √3·V·I·PF × derating. vet, budget and the live headroom all use it.
+func ContinuousLimit(amps, volts, pf, derating float64) float64 {
+	return units.ThreePhaseKW(volts, amps, pf) * derating
+}
 
 // Budgets is the site's power and thermal budget.
 type Budgets struct {
@@ -39,7 +49,8 @@ type FeedBudget struct {
 	Load     float64  // kW, all feeds healthy
 	LoadLost float64  // kW, worst case with one other feed lost
 	LostFeed string   // the feed whose loss is worst
-	Limit    float64  // kW: √3·V·I·PF × 80 %
+	Limit    float64  // kW: √3·V·I·PF × Derating
+	Derating float64  // the breaker's share for continuous load, 0-1
 	Dropped  []string // racks whose every PDU is on this feed
 	DropPos  diag.Pos // where the first of them names the feed
 }
@@ -69,6 +80,7 @@ type PDUBudget struct {
 	Rack     *Rack
 	LoadLost float64
 	Limit    float64
+	Derating float64 // the breaker's share for continuous load, 0-1
 	// Volts and PF are what the limit was computed at: the PDU's own
 	// voltage when it states one, else its feed's block's.
 	Volts, PF  float64
@@ -120,7 +132,7 @@ func Budget(c *Contracts) Budgets {
 		for _, b := range m.Blocks {
 			out.Blocks = append(out.Blocks, BlockBudget{Block: b, Load: blockLoad(b, onBlock[b.ID])})
 			for _, f := range b.Feeds {
-				out.Feeds = append(out.Feeds, feedBudget(f, onBlock[b.ID]))
+				out.Feeds = append(out.Feeds, feedBudget(f, onBlock[b.ID], deratingOf(f.Derating)))
 			}
 		}
 		for _, l := range m.Loops {
@@ -133,7 +145,7 @@ func Budget(c *Contracts) Budgets {
 	}
 	for _, r := range racks {
 		for _, p := range r.PDUs {
-			out.PDUs = append(out.PDUs, pduBudget(r, p, feeds[p.Feed.To]))
+			out.PDUs = append(out.PDUs, pduBudget(r, p, feeds[p.Feed.To], deratingOf(p.Derating)))
 		}
 	}
 	return out
@@ -147,8 +159,21 @@ func parentID(id string) string {
 	return ""
 }
 
-func feedLimit(breaker Q, volts float64, pf float64) float64 {
-	return units.ThreePhaseKW(volts, breaker.Canon, pf) * Derating
+// deratingOf is a breaker's derating as a share, 0-1: its own, or
+// DefaultDerating (decoding reported one out of range and left it unset).
+func deratingOf(q Q) float64 {
+	if !q.Set {
+		return DefaultDerating
+	}
+	return q.Canon / 100
+}
+
+func feedLimit(breaker Q, volts, pf, derating float64) float64 {
+	return ContinuousLimit(breaker.Canon, volts, pf, derating)
+}
+
+func deratingPct(derating float64) string {
+	return strconv.FormatFloat(math.Round(derating*1e6)/1e4, 'f', -1, 64)
 }
 
 // share is a rack's load on one of its PDUs when the PDUs on the lost
@@ -166,8 +191,8 @@ func share(r *Rack, lost string) (float64, bool) {
 	return r.DesignPower.Canon / float64(live), true
 }
 
-func feedBudget(f *Feed, racks []*Rack) FeedBudget {
-	fb := FeedBudget{Feed: f, Limit: feedLimit(f.Breaker, f.Block.Voltage.Canon, f.Block.PowerFactor)}
+func feedBudget(f *Feed, racks []*Rack, derating float64) FeedBudget {
+	fb := FeedBudget{Feed: f, Derating: derating, Limit: feedLimit(f.Breaker, f.Block.Voltage.Canon, f.Block.PowerFactor, derating)}
 	load := func(lost string) float64 {
 		total := 0.0
 		for _, r := range racks {
@@ -217,8 +242,8 @@ func blockLoad(b *Block, racks []*Rack) float64 {
 	return total
 }
 
-func pduBudget(r *Rack, p *PDU, f *Feed) PDUBudget {
-	pb := PDUBudget{PDU: p, Rack: r, LoadLost: r.DesignPower.Canon / float64(len(r.PDUs))}
+func pduBudget(r *Rack, p *PDU, f *Feed, derating float64) PDUBudget {
+	pb := PDUBudget{PDU: p, Rack: r, Derating: derating, LoadLost: r.DesignPower.Canon / float64(len(r.PDUs))}
 	if len(r.PDUs) > 1 {
 		pb.LoadLost = r.DesignPower.Canon / float64(len(r.PDUs)-1)
 	}
@@ -232,7 +257,7 @@ func pduBudget(r *Rack, p *PDU, f *Feed) PDUBudget {
 			volts = f.Block.Voltage.Canon
 		}
 	}
-	pb.Limit = feedLimit(p.Breaker, volts, pf)
+	pb.Limit = feedLimit(p.Breaker, volts, pf, derating)
 	pb.Volts, pb.PF, pb.OwnVoltage = volts, pf, p.Voltage.Set
 	return pb
 }
@@ -287,7 +312,7 @@ func checkBudget(b Budgets, diags *diag.List) {
 		if !f.Feed.Breaker.Set || f.Limit == 0 {
 			continue
 		}
-		limitText := fmt.Sprintf("%s (breaker %s at %s, PF %g, derated to %d %%)", showPower(f.Limit), f.Feed.Breaker.Raw, f.Feed.Block.Voltage.Raw, f.Feed.Block.PowerFactor, int(Derating*100))
+		limitText := fmt.Sprintf("%s (breaker %s at %s, PF %g, derated to %s %%)", showPower(f.Limit), f.Feed.Breaker.Raw, f.Feed.Block.Voltage.Raw, f.Feed.Block.PowerFactor, deratingPct(f.Derating))
 		if f.Load > f.Limit {
 			diags.Errorf(RuleFeedOverload, f.Feed.Breaker.Pos, path, "%s: feed %s carries %s in normal operation, above its continuous limit %s", path, f.Feed.ID, showPower(f.Load), limitText).Hint = "use a larger breaker or move racks to another feed"
 		} else if f.Feed.Block.Redundancy != "N" && f.LoadLost > f.Limit {
@@ -340,6 +365,7 @@ func checkPDUs(pdus []PDUBudget, diags *diag.List) {
 	type key struct {
 		module, breaker string
 		load, limit     float64
+		derating        float64
 	}
 	groups := map[key][]PDUBudget{}
 	var order []key
@@ -347,7 +373,7 @@ func checkPDUs(pdus []PDUBudget, diags *diag.List) {
 		if !p.PDU.Breaker.Set || p.Limit == 0 || p.LoadLost <= p.Limit {
 			continue
 		}
-		k := key{p.Rack.Module, p.PDU.Breaker.Raw, p.LoadLost, p.Limit}
+		k := key{p.Rack.Module, p.PDU.Breaker.Raw, p.LoadLost, p.Limit, p.Derating}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -368,8 +394,8 @@ func checkPDUs(pdus []PDUBudget, diags *diag.List) {
 		if p.OwnVoltage {
 			at = fmt.Sprintf("at its own %s", p.PDU.Voltage.Raw)
 		}
-		diags.Errorf(RulePDU, p.PDU.Breaker.Pos, p.PDU.Path, "%s: %d PDU(s) carry %s %s, above their continuous limit %s (breaker %s %s, PF %g, derated to %d %%): %s",
-			p.PDU.Path, len(g), showPower(p.LoadLost), what, showPower(p.Limit), p.PDU.Breaker.Raw, at, p.PF, int(Derating*100), abbreviate(ids, 6)).Hint = "use a larger PDU breaker or add PDUs"
+		diags.Errorf(RulePDU, p.PDU.Breaker.Pos, p.PDU.Path, "%s: %d PDU(s) carry %s %s, above their continuous limit %s (breaker %s %s, PF %g, derated to %s %%): %s",
+			p.PDU.Path, len(g), showPower(p.LoadLost), what, showPower(p.Limit), p.PDU.Breaker.Raw, at, p.PF, deratingPct(p.Derating), abbreviate(ids, 6)).Hint = "use a larger PDU breaker or add PDUs"
 	}
 }
 

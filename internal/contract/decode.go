@@ -95,9 +95,22 @@ func (d *decoder) rack(module string, n node) *Rack {
 	}
 	for _, p := range n.entries("pdus") {
 		r.PDUs = append(r.PDUs, &PDU{Path: p.path, ID: r.ID + "/" + p.name, Feed: p.ref("feed"),
-			Breaker: p.q("breaker", units.Current), Voltage: p.q("voltage", units.Voltage), Pos: p.pos()})
+			Breaker: p.q("breaker", units.Current), Derating: d.derating(p), Voltage: p.q("voltage", units.Voltage), Pos: p.pos()})
 	}
 	return r
+}
+
+// derating reads a breaker's derating beside it: a share above 0 and
+// at most 100 %, else it is reported and left unset (the default).
+func (d *decoder) derating(n node) Q {
+	q := n.q("derating", units.Ratio)
+	if q.Set && (q.Canon <= 0 || q.Canon > 100) {
+		d.diags.Add(diag.Diagnostic{Rule: RuleRange, Severity: diag.Error, Pos: q.Pos, Path: n.path + ".derating",
+			Message: fmt.Sprintf("%s.derating: %s is not a share of the breaker's rating", n.path, q.Raw),
+			Hint:    `write a percentage above 0 % and at most 100 %: "80 %" (the NEC's continuous-load rule, the default) or "100 %" for a breaker listed for 100 % continuous duty`})
+		return Q{}
+	}
+	return q
 }
 
 func (d *decoder) block(module string, n node) *Block {
@@ -108,7 +121,7 @@ func (d *decoder) block(module string, n node) *Block {
 		b.PowerFactor = n.float("power_factor")
 	}
 	for _, f := range n.entries("feeds") {
-		feed := &Feed{Path: f.path, ID: b.ID + "/" + f.name, Block: b, Breaker: f.q("breaker", units.Current), Pos: f.pos()}
+		feed := &Feed{Path: f.path, ID: b.ID + "/" + f.name, Block: b, Breaker: f.q("breaker", units.Current), Derating: d.derating(f), Pos: f.pos()}
 		if u := f.at("ups"); u.exists() {
 			feed.UPS = &UPS{Rating: u.q("rating", units.Power), RideThrough: u.q("ride_through", units.Time), Pos: u.pos()}
 		}

@@ -74,7 +74,7 @@ var contractRules = map[string]string{
 	RuleMaskOrder:          "a custom mask whose points are not in increasing duration",
 	RuleSettleKind:         "settle_into names a steady clause of another quantity",
 	RuleParties:            "a boundary whose parties omit the supplier's or the consumer's vendor",
-	RuleFeedOverload:       "feed load above breaker rating x 80 % continuous derating",
+	RuleFeedOverload:       "feed load above breaker rating x its continuous derating (80 % unless the breaker states one)",
 	RuleRedundancy:         "the load no longer fits with one unit lost (N+1, 2N)",
 	RuleBlockRating:        "a block's load above its rating",
 	RulePDU:                "a rack that does not fit on its PDUs with one lost",

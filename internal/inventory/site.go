@@ -84,8 +84,11 @@ type PDU struct {
 	ID      string
 	Feed    Ref
 	Breaker Q
-	Voltage Q
-	Pos     diag.Pos
+	// Derating is the breaker's share for continuous load (a ratio in
+	// %); unset, the contract's default (80 %).
+	Derating Q
+	Voltage  Q
+	Pos      diag.Pos
 }
 
 // Block is a power block inside a power module; ID is "module/block".
@@ -108,8 +111,11 @@ type Feed struct {
 	ID      string
 	Block   *Block
 	Breaker Q
-	UPS     *UPS
-	Pos     diag.Pos
+	// Derating is the breaker's share for continuous load (a ratio in
+	// %); unset, the contract's default (80 %).
+	Derating Q
+	UPS      *UPS
+	Pos      diag.Pos
 }
 
 // UPS rides a feed through the loss of its source.
