@@ -2,6 +2,7 @@ package drain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -100,7 +101,7 @@ type Controller struct {
 	sched    scheduler.Drainer
 	stream   *alarm.Stream
 	journal  Journal
-	store    *Store
+	store    StateStore
 	clk      clock.Clock
 	log      *slog.Logger
 	silences Silencer
@@ -112,6 +113,8 @@ type Controller struct {
 	st         *State
 	emit       []alarm.Observation
 	suppressed map[Owner]string
+	fenced     error // set once a save was refused as fenced: no scheduler write after it
+	onFenced   func(error)
 }
 
 // Deps are what a controller works with.
@@ -121,10 +124,17 @@ type Deps struct {
 	Stream    *alarm.Stream
 	Journal   Journal // nil: none
 	Store     *Store  // nil: the state lives in memory only
-	State     *State  // the loaded state (nil: empty)
-	Clock     clock.Clock
-	Log       *slog.Logger
-	Silences  Silencer // nil: no Alertmanager silences
+	// StateStore replaces Store: a store shared by replicas, whose Save
+	// fails with ErrFenced once another replica has written (the
+	// Kubernetes backend's ConfigMap).
+	StateStore StateStore
+	// Fenced is called once when a save is fenced: this replica is no
+	// longer the leader, and the controller writes nothing more.
+	Fenced   func(error)
+	State    *State // the loaded state (nil: empty)
+	Clock    clock.Clock
+	Log      *slog.Logger
+	Silences Silencer // nil: no Alertmanager silences
 	// Raise feeds facilityd's own alarms (drain_refused,
 	// unmapped_alarm) back into the stream; called without locks held.
 	Raise   func(alarm.Observation)
@@ -160,7 +170,13 @@ func New(cfg Config, d Deps) *Controller {
 		cfg.Checkpoint.Signal = "USR1"
 	}
 	c := &Controller{cfg: cfg, ix: d.Index, sched: d.Scheduler, stream: d.Stream, journal: d.Journal, store: d.Store, clk: d.Clock, log: d.Log,
-		silences: d.Silences, raise: d.Raise, metrics: d.Metrics, out: d.Out, st: d.State, suppressed: map[Owner]string{}}
+		silences: d.Silences, raise: d.Raise, metrics: d.Metrics, out: d.Out, st: d.State, suppressed: map[Owner]string{}, onFenced: d.Fenced}
+	switch {
+	case d.StateStore != nil:
+		c.store = d.StateStore
+	case d.Store != nil:
+		c.store = d.Store
+	}
 	if c.journal == nil {
 		c.journal = nop{}
 	}
@@ -222,15 +238,37 @@ func (c *Controller) record(kind string, data any) {
 	}
 }
 
+// save commits the state before the scheduler is touched. A save
+// refused as fenced (another replica leads now) stops every scheduler
+// write of this controller for good; any other failure is logged and
+// counted, and the action goes ahead (a local disk that fails must not
+// hold a drain back).
 func (c *Controller) save() {
-	if c.store == nil || c.cfg.DryRun {
+	if c.store == nil || c.cfg.DryRun || c.fenced != nil {
 		return
 	}
 	c.st.Alarms = c.stream.Snapshot()
-	if err := c.store.Save(c.st); err != nil {
+	err := c.store.Save(c.st)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrFenced):
+		c.fenced = err
+		c.log.Error("fenced: another replica leads, this one writes nothing more", "error", err)
+		c.metrics.Error("fenced")
+		if c.onFenced != nil {
+			c.onFenced(err)
+		}
+	default:
 		c.log.Error("state not saved", "error", err)
 		c.metrics.Error("state")
 	}
+}
+
+// Fenced is the error that fenced the controller, or nil.
+func (c *Controller) Fenced() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fenced
 }
 
 // Handle acts on one event of the alarm stream.
@@ -421,7 +459,7 @@ func (c *Controller) stormCheck(nodes []string) string {
 // facilityd drained, undrain what facilityd drained and nothing holds,
 // and leave every drain and undrain facilityd did not make alone.
 func (c *Controller) apply(ctx context.Context, nodes []string) []string {
-	if len(nodes) == 0 {
+	if len(nodes) == 0 || c.fenced != nil {
 		return nil
 	}
 	now := c.clk.Now()
@@ -536,6 +574,9 @@ func (c *Controller) drain(ctx context.Context, byReason map[string][]string) {
 			rec.Reason = reason
 		}
 		c.save()
+		if c.fenced != nil {
+			return
+		}
 		op := scheduler.Op{Kind: "drain", Nodes: nodes, Reason: reason}
 		if c.cfg.DryRun {
 			c.dry(op)
@@ -558,7 +599,10 @@ func (c *Controller) drain(ctx context.Context, byReason map[string][]string) {
 }
 
 func (c *Controller) undrain(ctx context.Context, nodes []string) []string {
-	if len(nodes) == 0 {
+	if len(nodes) == 0 || c.fenced != nil {
+		return nil
+	}
+	if c.save(); c.fenced != nil { // the intent first: a replica that no longer leads returns nothing
 		return nil
 	}
 	op := scheduler.Op{Kind: "undrain", Nodes: nodes}
@@ -588,12 +632,15 @@ func (c *Controller) dry(op scheduler.Op) {
 // opted in, once per job.
 func (c *Controller) checkpoint(ctx context.Context, owner Owner, nodes []string) {
 	cp := c.cfg.Checkpoint
-	if !cp.Enabled {
+	if !cp.Enabled || c.fenced != nil {
 		return
 	}
 	jobs, err := c.sched.Jobs(ctx, nodes)
 	if err != nil {
 		c.schedError("jobs", nodes, err)
+		return
+	}
+	if c.save(); c.fenced != nil { // a replica that no longer leads signals nothing
 		return
 	}
 	if c.st.Signaled == nil {

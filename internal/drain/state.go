@@ -159,6 +159,16 @@ func (s *State) holdsByNode() map[string][]Owner {
 	return out
 }
 
+// StateStore keeps the state: a file (Store) for one facilityd, a
+// resource both replicas reach for two.
+type StateStore interface {
+	Save(*State) error
+}
+
+// ErrFenced is a save refused because another replica has written the
+// state since this one read it: it is no longer the leader.
+var ErrFenced = errors.New("fenced: the state was written by another replica")
+
 // Store keeps the state in a file, replaced atomically.
 type Store struct {
 	Path string
@@ -173,15 +183,21 @@ func (st Store) Load(site string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("facilityd state: %w", err)
 	}
+	return DecodeState(st.Path, b, site)
+}
+
+// DecodeState reads a state's JSON (from what, for errors) and checks
+// its format and site.
+func DecodeState(what string, b []byte, site string) (*State, error) {
 	s := NewState(site)
 	if err := json.Unmarshal(b, s); err != nil {
-		return nil, fmt.Errorf("facilityd state %s: %w (move it aside to start afresh: facilityd then knows no holds, and leaves every drain it finds alone)", st.Path, err)
+		return nil, fmt.Errorf("facilityd state %s: %w (move it aside to start afresh: facilityd then knows no holds, and leaves every drain it finds alone)", what, err)
 	}
 	switch {
 	case s.Format != StateFormat:
-		return nil, fmt.Errorf("facilityd state %s: format %q, want %q", st.Path, s.Format, StateFormat)
+		return nil, fmt.Errorf("facilityd state %s: format %q, want %q", what, s.Format, StateFormat)
 	case s.Site != site:
-		return nil, fmt.Errorf("facilityd state %s is of site %q, not %q", st.Path, s.Site, site)
+		return nil, fmt.Errorf("facilityd state %s is of site %q, not %q", what, s.Site, site)
 	}
 	for _, m := range []any{&s.Holds, &s.Nodes, &s.Refused, &s.Nonces} {
 		switch m := m.(type) {

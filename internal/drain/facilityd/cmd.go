@@ -10,7 +10,7 @@ import (
 
 var program = &cli.Program{
 	Name:  "facilityd",
-	About: "facilityd turns facility alarms into Slurm drains: one alarm stream, holds with owners, an undrain a named person approves.",
+	About: "facilityd turns facility alarms into Slurm drains or Kubernetes taints: one alarm stream, holds with owners, an undrain a named person approves.",
 	Exits: "0 done, 1 the tool failed, 2 refused (a request facilityd would not take).",
 	// run loads CUE once at start and runs for long; the others read no CUE
 	NoBudget: map[string]bool{"run": true, "status": true, "approve": true},

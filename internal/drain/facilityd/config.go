@@ -60,10 +60,12 @@ type Config struct {
 
 // SchedulerConfig says which scheduler facilityd drains.
 type SchedulerConfig struct {
-	Kind      string   `json:"kind"`                 // slurm, or none (dry runs without a scheduler)
+	Kind      string   `json:"kind"`                 // slurm, kubernetes, or none (dry runs without a scheduler)
 	SlurmConf string   `json:"slurm_conf,omitempty"` // SLURM_CONF
 	Bin       string   `json:"bin,omitempty"`        // the directory of scontrol, sinfo, squeue, scancel
 	Timeout   Duration `json:"timeout,omitempty"`    // per command (default 30 s)
+	// Kubernetes: see kube.go.
+	Kubernetes *KubernetesConfig `json:"kubernetes,omitempty"`
 }
 
 // PollConfig is the one poller's schedule.
@@ -239,10 +241,14 @@ func (c *Config) check() error {
 	}
 	switch c.Scheduler.Kind {
 	case "slurm", "none":
+	case "kubernetes":
+		if c.Scheduler.Kubernetes == nil {
+			c.Scheduler.Kubernetes = &KubernetesConfig{}
+		}
 	case "":
-		errs = append(errs, errors.New("scheduler.kind: slurm or none"))
+		errs = append(errs, errors.New("scheduler.kind: slurm, kubernetes or none"))
 	default:
-		errs = append(errs, fmt.Errorf("scheduler.kind %q: slurm or none (Kubernetes is a later issue)", c.Scheduler.Kind))
+		errs = append(errs, fmt.Errorf("scheduler.kind %q: slurm, kubernetes or none", c.Scheduler.Kind))
 	}
 	for t, a := range c.Actions {
 		if _, ok := alarm.Lookup(t); !ok {

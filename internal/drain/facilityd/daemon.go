@@ -75,6 +75,20 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Scheduler replaces the configured one (tests, benchmarks).
 	Scheduler scheduler.Drainer
+	// Shared replaces the state file and the journal with ones every
+	// replica reaches (Kubernetes, kube.go).
+	Shared *Shared
+}
+
+// Shared are a leader's state and journal where both replicas reach
+// them, and what to do once fenced.
+type Shared struct {
+	Store drain.StateStore
+	// Claim reads the state and claims it for this leader (the last
+	// step before facilityd acts).
+	Claim   func(site string) (*drain.State, error)
+	Journal drain.Journal
+	Fenced  func(error)
 }
 
 // New loads the site and builds the daemon; nothing runs yet.
@@ -168,7 +182,16 @@ func (d *Daemon) scheduler() scheduler.Drainer {
 func (d *Daemon) buildController(opt Options) error {
 	var store *drain.Store
 	st := drain.NewState(d.Index.Site())
-	if !opt.DryRun {
+	var shared drain.StateStore
+	var sharedJournal drain.Journal
+	var fenced func(error)
+	if sh := opt.Shared; sh != nil && !opt.DryRun {
+		shared, sharedJournal, fenced = sh.Store, sh.Journal, sh.Fenced
+		var err error
+		if st, err = sh.Claim(d.Index.Site()); err != nil {
+			return err
+		}
+	} else if !opt.DryRun {
 		store = &drain.Store{Path: filepath.Join(d.Cfg.Path(d.Cfg.StateDir), "state.json")}
 		var err error
 		if st, err = store.Load(d.Index.Site()); err != nil {
@@ -194,12 +217,15 @@ func (d *Daemon) buildController(opt Options) error {
 		pcfg.AlarmPath = func() bool { return d.Beats.Alive(WatchdogBeat) }
 	}
 	var journal drain.Journal
-	if d.journal != nil {
+	switch {
+	case sharedJournal != nil:
+		journal = sharedJournal
+	case d.journal != nil:
 		journal = d.journal
-	} else {
+	default:
 		journal = &printJournal{w: opt.Out}
 	}
-	d.Ctl = drain.New(pcfg, drain.Deps{Index: d.Index, Scheduler: d.Sched, Stream: d.Stream, Journal: journal, Store: store, State: st,
+	d.Ctl = drain.New(pcfg, drain.Deps{Index: d.Index, Scheduler: d.Sched, Stream: d.Stream, Journal: journal, Store: store, StateStore: shared, Fenced: fenced, State: st,
 		Clock: d.Clock, Log: d.Log.With("part", "drain"), Silences: sil, Raise: d.Observe, Metrics: d.Metrics, Out: opt.Out})
 	d.Metrics.attach(d.Stream, d.Ctl)
 	if f := d.Cfg.Approvals.AllowedSigners; f != "" {
@@ -302,7 +328,7 @@ func (d *Daemon) buildPoller() error {
 		pointsBy[pt.Device+"/"+pt.Point] = append(pointsBy[pt.Device+"/"+pt.Point], pt)
 	}
 	d.Poller = &poll.Poller{Devices: site.Devices, Points: points, Counters: counters, Period: d.Cfg.Poll.Period.D(500 * time.Millisecond),
-		Silence: d.Cfg.Poll.Silence.D(5 * time.Second), Sink: d.Observe, Beat: d.beat, Sample: d.Metrics.sampler(byPoint, pointsBy), Log: d.Log.With("part", "poll")}
+		Silence: d.Cfg.Poll.Silence.D(5 * time.Second), Sink: d.Observe, Beat: d.beat, Sample: d.withHeadroom(d.Metrics.sampler(byPoint, pointsBy), byPoint, site.Devices), Log: d.Log.With("part", "poll")}
 	return nil
 }
 

@@ -57,7 +57,7 @@ func TestConfigErrors(t *testing.T) {
 		"unknown field":  {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "slurm"}, "stromm": {}}`, `unknown field "stromm"`},
 		"syntax":         {"{\n\"contracts\": \"x\",,\n}", "f.json:2:"},
 		"no contracts":   {`{"state_dir": "s", "scheduler": {"kind": "slurm"}}`, "contracts: the site's contract directory is needed"},
-		"kubernetes":     {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "kubernetes"}}`, `scheduler.kind "kubernetes"`},
+		"unknown kind":   {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "pbs"}}`, `scheduler.kind "pbs": slurm, kubernetes or none`},
 		"unknown type":   {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"pump_on_fire": "drain"}}`, `actions: "pump_on_fire" is no alarm type`},
 		"bad action":     {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"leak_detected": "kill"}}`, `"kill", want drain or notify`},
 		"bad duration":   {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "clear_for": "5 minutes"}`, `time: unknown unit`},

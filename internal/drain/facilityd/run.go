@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +52,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&raises, "raise", "raise an alarm at start, TYPE@DOMAIN (cooling_redundancy_lost@cooling_loop=l2); repeatable")
 	fs.BoolVar(&verbose, "v", false, "debug logs")
 	fs.StringVar(&logFormat, "log-format", "text", "text or json")
+	var kubeconfig string
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "with scheduler.kind kubernetes: this kubeconfig instead of the configuration's (or the pod's service account)")
 	pos, err := cli.Parse(fs, args)
 	switch {
 	case err != nil:
@@ -70,9 +74,37 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return program.Fail(stderr, "run", fs, err)
 	}
+	if kubeconfig != "" {
+		if cfg.Scheduler.Kind != "kubernetes" {
+			return program.Fail(stderr, "run", fs, cli.Usagef("--kubeconfig: %s has scheduler.kind %q, not kubernetes", config, cfg.Scheduler.Kind))
+		}
+		abs, err := filepath.Abs(kubeconfig)
+		if err != nil {
+			return program.Fail(stderr, "run", fs, err)
+		}
+		cfg.Scheduler.Kubernetes.Kubeconfig = abs
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d, err := New(cfg, Options{DryRun: dryRun, Out: stdout, Log: logger(stderr, verbose, logFormat)})
+	return run(ctx, cfg, fs, runFlags{dryRun: dryRun, once: once, raises: raises}, stdout, stderr, logger(stderr, verbose, logFormat))
+}
+
+type runFlags struct {
+	dryRun, once bool
+	raises       []string
+}
+
+func run(ctx context.Context, cfg *Config, fs *flag.FlagSet, f runFlags, stdout, stderr io.Writer, log *slog.Logger) int {
+	dryRun, once, raises := f.dryRun, f.once, f.raises
+	opts := Options{DryRun: dryRun, Out: stdout, Log: log}
+	if cfg.Scheduler.Kind == "kubernetes" {
+		kd, code, done := runKubernetesArgs(ctx, cfg, fs, dryRun, raises, stdout, stderr, log)
+		if done {
+			return code
+		}
+		opts.Scheduler = kd
+	}
+	d, err := New(cfg, opts)
 	if err != nil {
 		return program.Fail(stderr, "run", fs, err)
 	}
