@@ -169,9 +169,9 @@ func New(cfg Config, d Deps) *Controller {
 	if cfg.Checkpoint.Signal == "" {
 		cfg.Checkpoint.Signal = "USR1"
 	}
-	c := &Controller{cfg: cfg, ix: d.Index, sched: d.Scheduler, stream: d.Stream, journal: d.Journal, store: d.Store, clk: d.Clock, log: d.Log,
+	c := &Controller{cfg: cfg, ix: d.Index, sched: d.Scheduler, stream: d.Stream, journal: d.Journal, clk: d.Clock, log: d.Log,
 		silences: d.Silences, raise: d.Raise, metrics: d.Metrics, out: d.Out, st: d.State, suppressed: map[Owner]string{}, onFenced: d.Fenced}
-	switch {
+	switch { // never a nil *Store in the interface: no store is nil
 	case d.StateStore != nil:
 		c.store = d.StateStore
 	case d.Store != nil:

@@ -70,3 +70,17 @@ func TestFencedControllerWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+// A controller without a store keeps its state in memory: it drains and
+// saves nothing (facilityd's benchmarks and a library user run so).
+func TestNoStoreKeepsStateInMemory(t *testing.T) {
+	ix := exampleIndex(t)
+	l2 := alarm.Domain{Kind: alarm.CoolingLoop, Value: "l2"}
+	f := newFake(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: ix.Site()}))
+	stream := alarm.NewStream()
+	ctl := drain.New(drain.Config{}, drain.Deps{Index: ix, Scheduler: f, Stream: stream, Clock: clock.NewFake(t0)})
+	ev := stream.Observe(alarm.Observation{Type: alarm.CoolingRedundancyLost, Domain: l2, Active: true, Kind: alarm.FromDevice, Source: "t", At: t0})
+	ctl.Handle(context.Background(), ev)
+	require.Equal(t, 288, f.drainedCount())
+	require.NoError(t, ctl.Fenced())
+}
