@@ -28,9 +28,9 @@ func checkSelection(cfg Config) error {
 			return err
 		}
 	}
-	for flag, id := range map[string]string{"--from": cfg.From, "--until": cfg.Until} {
-		if id != "" {
-			if err := known(flag, id); err != nil {
+	for _, f := range []struct{ flag, id string }{{"--from", cfg.From}, {"--until", cfg.Until}} {
+		if f.id != "" {
+			if err := known(f.flag, f.id); err != nil {
 				return err
 			}
 		}
