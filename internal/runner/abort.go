@@ -31,13 +31,12 @@ func (r *Runner) Abort(cause, reason string, detail func(*results.Abort)) {
 	r.abortInfo = a
 	stop := r.caseStop
 	r.mu.Unlock()
-	close(r.aborted)
-	if stop != nil {
-		stop()
-	}
-	r.log.Error("aborting the run", "cause", cause, "reason", reason, "case", a.Case)
-	r.prog.line("ABORT (" + cause + "): " + reason)
+	// the zeroing joins r.aborting before the run can see the abort, so
+	// that a run ending at once still waits for it; it starts once the
+	// case is stopped
+	begin := make(chan struct{})
 	r.aborting.Go(func() {
+		<-begin
 		took, problems := r.zeroAll(reason)
 		r.mu.Lock()
 		if took >= 0 {
@@ -54,6 +53,13 @@ func (r *Runner) Abort(cause, reason string, detail func(*results.Abort)) {
 			r.log.Error("evidence: sync after abort", "err", err)
 		}
 	})
+	close(r.aborted)
+	if stop != nil {
+		stop()
+	}
+	r.log.Error("aborting the run", "cause", cause, "reason", reason, "case", a.Case)
+	r.prog.line("ABORT (" + cause + "): " + reason)
+	close(begin)
 }
 
 // Interrupt is the first Ctrl-C: abort, zeroing the load gracefully.
