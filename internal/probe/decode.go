@@ -27,6 +27,19 @@ type base struct {
 	digits, stamps []int
 	freshIdx       int
 	index          map[string]int
+
+	scratch []raw // one read's wire values, reused; guarded by the device's lock
+}
+
+// raws returns the read's wire values, one per point, all zero: a
+// buffer kept across reads, since readings copies out of it. Called
+// with the device's lock held.
+func (b *base) raws() []raw {
+	if b.scratch == nil {
+		b.scratch = make([]raw, len(b.dev.Profile.Points))
+	}
+	clear(b.scratch)
+	return b.scratch
 }
 
 func (b *base) init(dev *binding.Device, opts Options) {

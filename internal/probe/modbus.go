@@ -145,7 +145,7 @@ func (d *modbusDevice) do(ctx context.Context, retry bool, req func(*modbus.Modb
 func (d *modbusDevice) Read(ctx context.Context) ([]Reading, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	raws := make([]raw, len(d.dev.Profile.Points))
+	raws := d.raws()
 	var connectErr error // once a connect fails, the read's other requests fail with it
 	for ri, req := range d.dev.Profile.Plan {
 		if err := ctx.Err(); err != nil {

@@ -145,7 +145,7 @@ func (d *snmpDevice) describe(err error) error {
 func (d *snmpDevice) Read(ctx context.Context) ([]Reading, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	raws := make([]raw, len(d.dev.Profile.Points))
+	raws := d.raws()
 	for _, batch := range d.dev.Profile.Batches {
 		if err := ctx.Err(); err != nil {
 			return nil, err
