@@ -83,7 +83,10 @@ type Binding struct {
 type Simulator struct {
 	Control   string  // the control interface's URL
 	TimeScale float64 // sim seconds per wall second
-	Pos       diag.Pos
+	// Stepped: site time moves only when a client advances it through
+	// the control interface (sat sim --stepped)
+	Stepped bool
+	Pos     diag.Pos
 }
 
 // Device is one device on site.

@@ -166,7 +166,8 @@ func (d *decoder) decode() *Binding {
 	}
 	if sv := at(v, "simulator"); sv.Exists() {
 		k, _ := at(sv, "time_scale").Float64()
-		b.Simulator = &Simulator{Control: str(sv, "control"), TimeScale: k, Pos: d.r.UserPos(sv)}
+		stepped, _ := at(sv, "stepped").Bool()
+		b.Simulator = &Simulator{Control: str(sv, "control"), TimeScale: k, Stepped: stepped, Pos: d.r.UserPos(sv)}
 	}
 	d.ambient(b, at(v, "ambient"))
 	return b

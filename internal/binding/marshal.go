@@ -44,7 +44,11 @@ func Marshal(b *Binding, pkg string) []byte {
 		w.WriteString("}\n")
 	}
 	if sm := b.Simulator; sm != nil {
-		fmt.Fprintf(&w, "\nsimulator: {control: %s, time_scale: %s}\n", strconv.Quote(sm.Control), strconv.FormatFloat(sm.TimeScale, 'g', -1, 64))
+		stepped := ""
+		if sm.Stepped {
+			stepped = ", stepped: true"
+		}
+		fmt.Fprintf(&w, "\nsimulator: {control: %s, time_scale: %s%s}\n", strconv.Quote(sm.Control), strconv.FormatFloat(sm.TimeScale, 'g', -1, 64), stepped)
 	}
 	if len(b.Ambient) > 0 {
 		names := make([]string, len(b.Ambient))

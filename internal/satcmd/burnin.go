@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,13 +30,18 @@ const burninHelp = `GPU burn-in of a module's nodes through Slurm (docs/burnin.m
   sat burnin run --contracts DIR --module M --out DIR [--slurm-conf FILE]
           [--tools DIR] [--nodes N1,N2…] [--sign-key KEY] [--timeout D]
           [--parallel N] [--size BYTES] [--baselines DIR] [--report DIR]
+          [--site BINDING --plan SAT-PLAN]
       reserve the nodes (a Slurm reservation, Flags=MAINT,IGNORE_JOBS:
       users' jobs do not start on them), run the ladder with srun inside
       it (dcgmi diag -r 3 -j, nvidia-smi telemetry and a single-node
       all_reduce_perf per node; ring pairs; each rack; the module; low
       groups bisected to the node), release the reservation, and write
       the evidence bundle (sat verify checks it), each node's baseline
-      and the report (burnin.csv, burnin.junit.xml, burnin.html)
+      and the report (burnin.csv, burnin.junit.xml, burnin.html); with
+      --site and --plan, then the module-wide step: the nodes train in
+      phase while the feeds, PDUs and CDUs are read through the binding
+      and graded against the plan's transient cases of the module (a
+      simulated site only yet: sat sim --stepped)
   sat burnin compare FACTORY SITE
       compare two bundles' baselines.json (or two such files): every
       node's figure that got worse from the factory to the site
@@ -67,6 +74,7 @@ func runBurnin(args []string, stdout, stderr io.Writer) int {
 type burninFlags struct {
 	contracts, module, out, slurmConf, tools, nodes, baselines, report, reservation string
 	lifecycle                                                                       string
+	site, plan                                                                      string
 	lifecycleKey                                                                    keyFlags
 	key                                                                             keyFlags
 	timeout                                                                         time.Duration
@@ -90,6 +98,8 @@ func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 	fs.StringVar(&f.key.passEnv, "passphrase-env", "", "the environment variable holding the key's passphrase")
 	fs.StringVar(&f.lifecycle, "lifecycle", "", "the lifecycle store: hold the nodes during burn-in, then provision those that pass and hold back the others")
 	fs.StringVar(&f.lifecycleKey.key, "lifecycle-key", "", "the SSH key that signs the lifecycle changes (with --lifecycle)")
+	fs.StringVar(&f.site, "site", "", "the site's binding: run the module-wide step, its training load graded against the transient clauses (with --plan)")
+	fs.StringVar(&f.plan, "plan", "", "the site's compiled SAT plan whose transient cases the module-wide step grades (with --site)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "the longest one job may take")
 	fs.IntVar(&f.parallel, "parallel", 8, "jobs running at once")
 	fs.Int64Var(&f.size, "size", 8<<30, "the all-reduce's fixed size, bytes (at least 1 GiB)")
@@ -102,6 +112,8 @@ func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 		err = cli.Usagef("give --contracts, --module and --out")
 	case (f.lifecycle == "") != (f.lifecycleKey.key == ""):
 		err = cli.Usagef("give --lifecycle STORE and --lifecycle-key KEY together")
+	case (f.site == "") != (f.plan == ""):
+		err = cli.Usagef("give --site BINDING and --plan PLAN together: the module-wide step reads the site through the binding and grades the plan's transient cases")
 	}
 	if err != nil {
 		return fail(stderr, "burnin run", fs, err)
@@ -114,48 +126,49 @@ func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 	return code
 }
 
-func burninNodes(f burninFlags) ([]burnin.Node, error) {
+// burninNodes are the module's nodes from the contracts' inventory
+// (all of them), and those of them --nodes names (all without it).
+func burninNodes(f burninFlags) (module, chosen []burnin.Node, err error) {
 	c, diags, err := contract.Load(f.contracts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c == nil || diags.Count(diag.Error) > 0 {
-		return nil, fmt.Errorf("the contracts in %s do not load: run contractc vet %s", f.contracts, f.contracts)
+		return nil, nil, fmt.Errorf("the contracts in %s do not load: run contractc vet %s", f.contracts, f.contracts)
 	}
 	if _, err := c.ReadInventory(nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g, _ := c.Graph()
 	top, err := topology.FromGraph(g, topology.GraphOptions{RackNames: topology.RackNames(g, c.Handovers)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	nodes, err := burnin.NodesFrom(top, g, f.module)
+	module, err = burnin.NodesFrom(top, g, f.module)
 	if err != nil {
-		return nil, fmt.Errorf("module %s in %s: %w", f.module, f.contracts, err)
+		return nil, nil, fmt.Errorf("module %s in %s: %w", f.module, f.contracts, err)
 	}
 	if f.nodes == "" {
-		return nodes, nil
+		return module, module, nil
 	}
 	want := map[string]bool{}
 	for _, n := range strings.Split(f.nodes, ",") {
 		want[strings.TrimSpace(n)] = true
 	}
-	var out []burnin.Node
-	for _, n := range nodes {
+	for _, n := range module {
 		if want[n.Name] {
-			out = append(out, n)
+			chosen = append(chosen, n)
 			delete(want, n.Name)
 		}
 	}
-	for n := range want {
-		return nil, fmt.Errorf("--nodes: %s is not a node of module %s", n, f.module)
+	for _, n := range slices.Sorted(maps.Keys(want)) {
+		return nil, nil, fmt.Errorf("--nodes: %s is not a node of module %s", n, f.module)
 	}
-	return out, nil
+	return module, chosen, nil
 }
 
 func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) (int, error) {
-	nodes, err := burninNodes(f)
+	module, nodes, err := burninNodes(f)
 	if err != nil {
 		return 0, err
 	}
@@ -206,7 +219,16 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 		}
 	}()
 	fmt.Fprintf(stderr, "sat burnin: %d nodes of %s reserved (%s)\n", len(nodes), f.module, f.reservation)
-	res, err := burnin.Run(ctx, nodes, ex, burnin.Config{Size: f.size, Parallel: f.parallel, Timeout: f.timeout, Progress: stderr})
+	cfg := burnin.Config{Size: f.size, Parallel: f.parallel, Timeout: f.timeout, Progress: stderr}
+	if f.site != "" {
+		fac, closeSite, err := burninFacility(f, names, len(module), stderr, lookupEnv)
+		if err != nil {
+			return 0, err
+		}
+		defer closeSite()
+		cfg.Facility = fac
+	}
+	res, err := burnin.Run(ctx, nodes, ex, cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -130,13 +130,30 @@ func TestBurninRunCommandThroughSlurm(t *testing.T) {
 
 	key, trust := sshKey(t)
 	dir := t.TempDir()
+	// the module-wide step reads the in-process simulator's devices
+	// through the binding sat sim --stepped would write, and moves its
+	// time through the control interface: nothing else runs the site
+	siteDir := filepath.Join(dir, "site")
+	require.NoError(t, os.MkdirAll(siteDir, 0o755))
+	require.NoError(t, writeBinding(o, siteDir, cs.URL(), 1, true, func(string) (string, bool) { return "", false }))
+	before := o.Site.Now()
 	ev := filepath.Join(dir, "burnin")
 	cmdOut, err := peer.Run(5*time.Minute, "env", "SLURM_CONF="+cl.Conf, "PATH="+cl.Slurm().Bin+":"+os.Getenv("PATH"),
 		satBin, "burnin", "run", "--contracts", exampleDir, "--module", "ma", "--nodes", strings.Join(nodes, ","), "--out", ev,
-		"--tools", bin, "--sign-key", key, "--timeout", "2m", "--parallel", "4", "--lifecycle", store, "--lifecycle-key", opsKey)
+		"--tools", bin, "--sign-key", key, "--timeout", "2m", "--parallel", "4", "--lifecycle", store, "--lifecycle-key", opsKey,
+		"--site", siteDir, "--plan", exampleDir+"/plans/sat.json")
 	require.Error(t, err, "a node held back is exit 2:\n%s", cmdOut)
 	assert.Contains(t, err.Error(), "exit status 2")
 	assert.Contains(t, cmdOut, "4 nodes burned in, 3 passed, 1 held back")
+	assert.Contains(t, cmdOut, "the module-wide step trains 4 of module ma's 288 nodes")
+	assert.Regexp(t, `module ma under its training load \(30 cycles of 4 s\): every transient clause held \(\d+ cases\)`, cmdOut)
+	assert.GreaterOrEqual(t, o.Site.Now().Sub(before), 2*time.Minute, "the step advanced the stepped site through the training's cycles")
+	st, err := o.NodeStatus(nodes[0])
+	require.NoError(t, err)
+	assert.Equal(t, fleet.Idle, st[0].State, "the training load is stopped after the step")
+	code, _, runErr := sat(t, "run", exampleDir+"/plans/sat.json", "--site", siteDir, "--unsigned", "--out", filepath.Join(dir, "run"))
+	assert.Equal(t, cli.ExitTool, code)
+	assert.Contains(t, runErr, "is stepped (sat sim --stepped)", "sat run does not drive a stepped simulator's time")
 	assert.Contains(t, cmdOut, "held gpu-a-r01-n03")
 	assert.Contains(t, cmdOut, "burnin: [1/")
 	assert.Contains(t, cmdOut, "lifecycle: gpu-a-r01-n01 provisioned: burn-in passed")

@@ -229,6 +229,9 @@ func simulatorOf(f runFlags, b *binding.Binding) (string, float64, error) {
 		}
 		return f.control, 1, nil
 	}
+	if sm.Stepped {
+		return "", 0, fmt.Errorf("%s: the simulator serving this binding is stepped (sat sim --stepped): its time moves only when a client advances it, and sat run does not; start sat sim without --stepped, or run sat run --sim", sm.Pos)
+	}
 	if f.scale.set && f.scale.k != sm.TimeScale {
 		return "", 0, fmt.Errorf("%s: the simulator serving this binding runs at --time-scale %g, not %g: pass --time-scale %g, or leave it out",
 			sm.Pos, sm.TimeScale, f.scale.k, sm.TimeScale)

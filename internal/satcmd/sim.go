@@ -45,6 +45,7 @@ type simFlags struct {
 	scale                      float64
 	duration                   time.Duration
 	listDefects, verbose       bool
+	stepped                    bool
 }
 
 func runSim(args []string, stdout, stderr io.Writer) int {
@@ -65,6 +66,7 @@ func runSimCtx(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	fs.StringVar(&f.out, "out", "", "directory for binding.cue and the SNMP credentials (default: a new temporary directory)")
 	fs.StringVar(&f.control, "control", "127.0.0.1:0", "address of the control interface")
 	fs.Float64Var(&f.scale, "time-scale", 1, "sim seconds per wall second")
+	fs.BoolVar(&f.stepped, "stepped", false, "site time moves only when a client advances it (POST /v1/advance; sat burnin run's facility step does)")
 	fs.DurationVar(&f.duration, "for", 0, "stop after this long (wall time); 0: until interrupted")
 	fs.BoolVar(&f.listDefects, "list-defects", false, "list the defects and the clauses they violate, and exit")
 	fs.BoolVar(&f.verbose, "v", false, "log faults, device faults and refused writes to stderr")
@@ -75,6 +77,8 @@ func runSimCtx(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		err = cli.Usagef("want one contract directory, got %d arguments", len(pos))
 	case f.scale <= 0:
 		err = cli.Usagef("--time-scale must be positive, got %v", f.scale)
+	case f.stepped && f.scale != 1:
+		err = cli.Usagef("--stepped and --time-scale: a stepped site's time moves only when it is advanced; leave --time-scale out")
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -130,7 +134,7 @@ func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.
 		return cli.ExitTool
 	}
 	defer cs.Close()
-	err = writeBinding(o, out, cs.URL(), f.scale, lookupEnv)
+	err = writeBinding(o, out, cs.URL(), f.scale, f.stepped, lookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "sat sim: %v\n", err)
 		return cli.ExitTool
@@ -149,7 +153,9 @@ func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	if err := o.Site.Run(ctx, clock.Real{}, f.scale); err != nil {
+	if f.stepped {
+		<-ctx.Done()
+	} else if err := o.Site.Run(ctx, clock.Real{}, f.scale); err != nil {
 		fmt.Fprintf(stderr, "sat sim: %v\n", err)
 		return cli.ExitTool
 	}
@@ -170,7 +176,7 @@ func outDir(dir string) (string, error) {
 // writeBinding writes the credentials, control.url and binding.cue into
 // dir. The binding refers to the credentials by absolute file paths, so
 // that a copy of it works from anywhere.
-func writeBinding(o *sim.Opened, dir, control string, scale float64, lookupEnv func(string) (string, bool)) error {
+func writeBinding(o *sim.Opened, dir, control string, scale float64, stepped bool, lookupEnv func(string) (string, bool)) error {
 	secrets := sim.SecretsFrom(lookupEnv)
 	refs := sim.SecretRefs{}
 	for _, s := range []struct {
@@ -184,10 +190,14 @@ func writeBinding(o *sim.Opened, dir, control string, scale float64, lookupEnv f
 		*s.ref = "file:" + path
 	}
 	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, refs)
-	b.Simulator = &binding.Simulator{Control: control, TimeScale: scale}
+	b.Simulator = &binding.Simulator{Control: control, TimeScale: scale, Stepped: stepped}
 	var text strings.Builder
 	fmt.Fprintf(&text, "// The simulated site %s, served by sat sim on loopback.\n", o.Site.Name())
-	fmt.Fprintf(&text, "// Control interface: %s; site time runs %g× wall time.\n", control, scale)
+	if stepped {
+		fmt.Fprintf(&text, "// Control interface: %s; site time moves only when advanced (POST /v1/advance).\n", control)
+	} else {
+		fmt.Fprintf(&text, "// Control interface: %s; site time runs %g× wall time.\n", control, scale)
+	}
 	if df := o.Site.Defect(); df != nil {
 		fmt.Fprintf(&text, "// Defect %s: violates %s\n", df.Name, df.Violates)
 	}

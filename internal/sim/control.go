@@ -39,11 +39,15 @@ import (
 // Status is what GET /v1/status answers.
 type Status struct {
 	SimSeconds float64       `json:"sim_seconds"`
+	Time       time.Time     `json:"time"` // the site's clock: its epoch plus sim_seconds
 	Steps      int64         `json:"steps"`
 	StepHz     float64       `json:"step_hz"`
 	Defect     *DefectInfo   `json:"defect,omitempty"`
 	Faults     []ActiveFault `json:"faults"`
 	Devices    int           `json:"devices"`
+	// Stepped is set when site time moves only by POST /v1/advance (sat
+	// sim --stepped): nothing runs the site on a clock.
+	Stepped bool `json:"stepped"`
 }
 
 // DefectInfo names the defect a site runs with.
@@ -62,9 +66,10 @@ type LoadBankControl struct {
 
 // Status reports the simulation's state.
 func (s *Sim) Status() Status {
-	st := Status{Faults: s.Site.Faults(), Devices: len(s.devices)}
+	st := Status{Faults: s.Site.Faults(), Devices: len(s.devices), Stepped: !s.Site.Running()}
 	s.Site.mu.Lock()
 	st.SimSeconds, st.Steps, st.StepHz = s.Site.t, s.Site.steps, 1/s.Site.dt
+	st.Time = s.Site.epoch.Add(s.Site.simTime())
 	if df := s.Site.defect; df != nil {
 		st.Defect = &DefectInfo{Name: df.Name, Violates: df.Violates, Description: df.Description}
 	}
@@ -146,6 +151,7 @@ func (s *Sim) Handler() http.Handler {
 		}
 		reply(w, http.StatusOK, map[string]any{"element": r.PathValue("element"), "signals": sig})
 	})
+	mux.HandleFunc("POST /v1/advance", s.postAdvance)
 	s.fleetRoutes(mux)
 	mux.HandleFunc("POST /v1/loadbanks/{id}", func(w http.ResponseWriter, r *http.Request) {
 		var c LoadBankControl
@@ -231,6 +237,37 @@ func (cs *ControlServer) Close() error {
 	return err
 }
 
+// maxAdvance bounds one POST /v1/advance: a typo of hours for seconds
+// is refused rather than stepping the physics for minutes of CPU.
+const maxAdvance = time.Hour
+
+// Advance is the body of POST /v1/advance: how far to move site time.
+type Advance struct {
+	Seconds float64 `json:"seconds"`
+}
+
+// postAdvance moves a stepped site's time on and answers its status; a
+// site that runs on a clock refuses, since two drivers of one site's
+// time would make neither's timing true.
+func (s *Sim) postAdvance(w http.ResponseWriter, r *http.Request) {
+	var a Advance
+	if err := decode(r, &a); err != nil {
+		fail(w, http.StatusBadRequest, err)
+		return
+	}
+	d := time.Duration(a.Seconds * float64(time.Second))
+	switch {
+	case d <= 0 || d > maxAdvance:
+		fail(w, http.StatusBadRequest, fmt.Errorf("advance by %g s: want more than 0 and at most %g s", a.Seconds, maxAdvance.Seconds()))
+		return
+	case s.Site.Running():
+		fail(w, http.StatusConflict, errors.New("this simulator runs on its own clock: start sat sim with --stepped to drive its time from outside"))
+		return
+	}
+	s.Site.Advance(d)
+	reply(w, http.StatusOK, s.Status())
+}
+
 // Client drives a simulator's control interface from another process.
 type Client struct {
 	URL  string // e.g. http://127.0.0.1:40123
@@ -248,6 +285,13 @@ func (c *Client) http() *http.Client {
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
 	return st, c.do(ctx, http.MethodGet, "/v1/status", nil, &st)
+}
+
+// Advance moves a stepped simulator's time on by d and returns its
+// status after.
+func (c *Client) Advance(ctx context.Context, d time.Duration) (Status, error) {
+	var st Status
+	return st, c.do(ctx, http.MethodPost, "/v1/advance", Advance{Seconds: d.Seconds()}, &st)
 }
 
 // Inject puts a fault in force.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +22,10 @@ func (s *Site) Run(ctx context.Context, clk clock.Clock, scale float64) error {
 	if scale <= 0 {
 		return fmt.Errorf("time scale %v: want a positive number", scale)
 	}
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("the site already runs on a clock")
+	}
+	defer s.running.Store(false)
 	tick := s.StepSize()
 	start, base := clk.Now(), s.Time()
 	for {
@@ -60,6 +65,11 @@ func (s *Site) stepUntil(due time.Duration) {
 func (s *Site) AdvanceTo(t time.Time) {
 	s.stepUntil(t.Sub(s.epoch))
 }
+
+// Running says whether Run keeps the site at a clock's pace: if not,
+// site time moves only when someone advances it (the control
+// interface's POST /v1/advance, a test, a lockstep clock).
+func (s *Site) Running() bool { return s.running.Load() }
 
 // Observe calls f, with the site's lock held, after every physics step
 // that AdvanceTo or Run takes, with the time the site then stands at

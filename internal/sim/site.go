@@ -36,6 +36,9 @@ type Site struct {
 	// the site's lock (the BMCs' session clocks)
 	simNanos atomic.Int64
 	epoch    time.Time
+	// running is set while Run keeps the site at its clock's pace; the
+	// control interface's advance refuses to step such a site
+	running atomic.Bool
 
 	modules  []*itModule
 	blocks   []*powerBlock

@@ -225,6 +225,48 @@ func TestControlInterface(t *testing.T) {
 	assert.ErrorContains(t, err, "(404)")
 }
 
+// A stepped site's time moves only by POST /v1/advance; a site that
+// runs on a clock refuses it, since its time has a driver already.
+func TestControlAdvance(t *testing.T) {
+	s := example(t, "")
+	cs, err := s.ServeControl("127.0.0.1:0")
+	require.NoError(t, err)
+	defer cs.Close()
+	c := &Client{URL: cs.URL()}
+	ctx := context.Background()
+	st, err := c.Status(ctx)
+	require.NoError(t, err)
+	assert.True(t, st.Stepped)
+	start := st.Time
+	st, err = c.Advance(ctx, 1500*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, 1500*time.Millisecond, st.Time.Sub(start))
+	assert.Equal(t, int64(150), st.Steps)
+	assert.Equal(t, s.Site.Now(), st.Time)
+	for _, d := range []time.Duration{0, -time.Second, 2 * time.Hour} {
+		_, err = c.Advance(ctx, d)
+		assert.ErrorContains(t, err, "(400)", "advance by %s", d)
+	}
+
+	clk := clock.NewFake(time.Unix(0, 0))
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Site.Run(runCtx, clk, 1) }()
+	require.Eventually(t, s.Site.Running, 10*time.Second, time.Millisecond)
+	_, err = c.Advance(ctx, time.Second)
+	assert.ErrorContains(t, err, "(409)")
+	assert.ErrorContains(t, err, "--stepped")
+	st, err = c.Status(ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Stepped)
+	cancel()
+	for clk.Waiters() > 0 {
+		clk.Advance(10 * time.Millisecond)
+	}
+	require.NoError(t, <-done)
+	assert.False(t, s.Site.Running())
+}
+
 // TestBindingLoadsBack writes the binding of the running devices, loads
 // it with the binding loader and checks it against the contracts: every
 // channel and load bank bound, every point of the right dimension.
