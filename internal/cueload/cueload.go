@@ -4,7 +4,6 @@
 package cueload
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -426,52 +425,6 @@ func (r *Result) Validate(paths ...cue.Path) diag.List {
 	return out.Sorted()
 }
 
-// closestField suggests the allowed field nearest to a misspelt one at
-// path: a label of the parent struct (optional fields included) within
-// an edit distance of three.
-func (r *Result) closestField(path []string) string {
-	if len(path) < 2 || !r.Value.Exists() {
-		return ""
-	}
-	bad := strings.Trim(path[len(path)-1], `"`)
-	parent := r.Value.LookupPath(cue.MakePath(selectors(path[:len(path)-1])...))
-	it, err := parent.Fields(cue.Optional(true))
-	if err != nil {
-		return ""
-	}
-	var fields []string
-	for it.Next() {
-		if l := it.Selector().Unquoted(); l != bad {
-			fields = append(fields, l)
-		}
-	}
-	if g := Closest(bad, fields); len(g) > 0 {
-		return g[0]
-	}
-	return ""
-}
-
-// EditDistance is the Levenshtein distance between a and b.
-func EditDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
-
 // otherValues lists the other user positions of a conflict: where the
 // other side set the field.
 // Only positions on a line that names the field count: the others are the
@@ -519,18 +472,6 @@ func conflictHint(msg, schema string) string {
 	return "two files (or two places) set this field to different values: agree on one, or move it to one side"
 }
 
-// closestAlternative suggests the allowed value nearest to a wrong one.
-func closestAlternative(got string, alts []string) string {
-	bare := make([]string, len(alts))
-	for i, a := range alts {
-		bare[i] = strings.Trim(a, `"`)
-	}
-	if g := Closest(strings.Trim(got, `"`), bare); len(g) > 0 {
-		return fmt.Sprintf("did you mean %q?", g[0])
-	}
-	return "use one of the values listed"
-}
-
 // dropTypeNoise removes "conflicting values X and number (mismatched
 // types …)" when the same path also has a conflict between two values:
 // the first is the schema's other disjunct, not the user's mistake.
@@ -549,166 +490,4 @@ func dropTypeNoise(l diag.List) diag.List {
 		out = append(out, d)
 	}
 	return out
-}
-
-// Labels returns the field labels of a struct value, sorted.
-func Labels(v cue.Value) []string {
-	it, err := v.Fields()
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for it.Next() {
-		out = append(out, it.Selector().Unquoted())
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Closest returns the names nearest to s within an edit distance of
-// three (all of them on a tie), for "did you mean".
-func Closest(s string, names []string) []string {
-	var best []string
-	bestD := 4
-	for _, n := range names {
-		switch d := EditDistance(s, n); {
-		case d < bestD:
-			best, bestD = []string{n}, d
-		case d == bestD:
-			best = append(best, n)
-		}
-	}
-	return best
-}
-
-// DidYouMean is the hint for an unknown name: the closest known names,
-// or else the known names themselves.
-func DidYouMean(s string, names []string) string {
-	if g := Closest(s, names); len(g) > 0 && len(g) <= 3 {
-		quoted := make([]string, len(g))
-		for i, x := range g {
-			quoted[i] = fmt.Sprintf("%q", x)
-		}
-		return "did you mean " + strings.Join(quoted, " or ") + "?"
-	}
-	if len(names) > 12 {
-		names = append(names[:12:12], "…")
-	}
-	return "known: " + strings.Join(names, ", ")
-}
-
-// unclosed points a syntax error found at the end of a file ("expected
-// '}', found 'EOF'") at what caused it: the innermost brace, bracket or
-// parenthesis that is still open when the file ends — the stray opener,
-// or the block whose closer is missing.
-func (r *Result) unclosed(d *diag.Diagnostic) {
-	p := d.Pos.Resolved()
-	if p.File == "" {
-		return
-	}
-	name := p.File
-	if !filepath.IsAbs(name) {
-		name = filepath.Join(r.Dir, name)
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return
-	}
-	line, col, open := openAtEnd(b)
-	if line == 0 {
-		return
-	}
-	d.Pos = diag.Pos{File: p.File, Line: line, Col: col}
-	d.Message = fmt.Sprintf("the %q opened here is never closed: the file ends first (%s)", open, d.Message)
-	d.Hint = fmt.Sprintf("close it, or remove it if it is one %q too many; the mistake is at or after this line", open)
-}
-
-// rawString reports whether b starts a #"raw"# string: hashes, then a
-// quote (a lone # starts a definition's name).
-func rawString(b []byte) bool {
-	n := 0
-	for n < len(b) && b[n] == '#' {
-		n++
-	}
-	return n < len(b) && b[n] == '"'
-}
-
-// openAtEnd finds the opener a file that ends too early leaves open,
-// skipping strings (also multi-line and #"raw"# ones) and comments: the
-// first opener closed by a closer that starts a line less or more
-// indented than the opener's line (formatted CUE lines its closers up
-// with their openers: a stray opener or a missing closer breaks that
-// right after itself), else the innermost opener still open at the end;
-// line 0 when all are closed.
-func openAtEnd(b []byte) (line, col int, open byte) {
-	type at struct {
-		c              byte
-		line, col, ind int
-	}
-	var stack []at
-	var first *at
-	ln, cl := 1, 0
-	indent := func(i int) (int, bool) { // the indentation of the line of b[i], and whether only blanks precede it
-		start := bytes.LastIndexByte(b[:i], '\n') + 1
-		n := 0
-		for start+n < i && (b[start+n] == ' ' || b[start+n] == '\t') {
-			n++
-		}
-		return n, start+n == i
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		cl++
-		switch {
-		case c == '\n':
-			ln, cl = ln+1, 0
-		case c == '/' && i+1 < len(b) && b[i+1] == '/':
-			for i < len(b) && b[i] != '\n' {
-				i++
-			}
-			ln, cl = ln+1, 0
-		case c == '"' || (c == '#' && rawString(b[i:])):
-			hashes := 0
-			for b[i+hashes] == '#' {
-				hashes++
-			}
-			q := i + hashes
-			quote := `"`
-			if q+2 < len(b) && b[q+1] == '"' && b[q+2] == '"' {
-				quote = `"""`
-			}
-			end := quote + strings.Repeat("#", hashes)
-			j := bytes.Index(b[q+len(quote):], []byte(end))
-			if j < 0 {
-				return 0, 0, 0 // an unterminated string: CUE reports that one itself
-			}
-			skipped := b[i : q+len(quote)+j+len(end)]
-			if n := bytes.Count(skipped, []byte{'\n'}); n > 0 {
-				ln, cl = ln+n, len(skipped)-bytes.LastIndexByte(skipped, '\n')-1
-			} else {
-				cl += len(skipped) - 1
-			}
-			i += len(skipped) - 1
-		case c == '{' || c == '[' || c == '(':
-			ind, _ := indent(i)
-			stack = append(stack, at{c, ln, cl, ind})
-		case c == '}' || c == ']' || c == ')':
-			if len(stack) == 0 {
-				continue
-			}
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if ind, starts := indent(i); starts && ind != top.ind && first == nil {
-				first = &top
-			}
-		}
-	}
-	if len(stack) == 0 {
-		return 0, 0, 0
-	}
-	top := stack[len(stack)-1]
-	if first != nil {
-		top = *first
-	}
-	return top.line, top.col, top.c
 }
