@@ -51,6 +51,7 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) (paused bool) 
 	res.Started = ptrTime(start.UTC())
 	r.append("case_start", c.ID, caseStart{Index: i + 1, Of: len(r.cfg.Plan.Cases), Title: c.Title, Clause: c.Clause.Path, EstimatedS: c.EstimatedS})
 	r.prog.caseStart(i, c)
+	r.observeCase(i, c)
 	r.log.Info("case started", "case", c.ID, "index", i+1, "of", len(r.cfg.Plan.Cases))
 	res.Ambient = r.ambient(cctx)
 	cr := &caseRun{c: c, res: res, injected: map[[2]string]bool{}}
@@ -156,6 +157,7 @@ func (r *Runner) endCase(cr *caseRun, outcome grade.Outcome, reason string, tl *
 		r.Abort(results.CauseFatal, "cannot write the evidence: "+err.Error(), nil)
 	}
 	r.prog.caseEnd(cr.c, *res)
+	r.observeCaseEnd(cr.c, *res)
 	r.log.Info("case ended", "case", cr.c.ID, "outcome", outcome, "reason", reason)
 }
 

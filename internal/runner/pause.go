@@ -46,6 +46,7 @@ func (r *Runner) Pause(by string) error {
 		stop()
 	}
 	r.log.Warn("pause asked", "by", by, "case", current)
+	r.observe(EventPause, by)
 	r.prog.line(fmt.Sprintf("PAUSE asked by %s: the case stops and its load goes to 0 kW", by))
 	return nil
 }
@@ -111,6 +112,7 @@ func (r *Runner) hold(ctx context.Context, c string) bool {
 	p := r.paused
 	p.holding = true
 	r.mu.Unlock()
+	r.observe(EventPaused, p.by)
 	r.prog.line(fmt.Sprintf("PAUSED by %s, load at 0 kW: type r and Enter to run case %s again from its start (Ctrl-C stops the run); restore anything its manual steps changed first", p.by, c))
 	for {
 		select {
@@ -119,6 +121,7 @@ func (r *Runner) hold(ctx context.Context, c string) bool {
 			r.append("resume_pause", c, map[string]any{"by": p.resumer, "held_s": held.Seconds()})
 			r.log.Info("pause ended", "by", p.resumer, "held", held)
 			r.prog.line(fmt.Sprintf("resumed by %s after %s", p.resumer, clockText(held)))
+			r.observe(EventResume, p.resumer)
 			r.mu.Lock()
 			r.paused = nil
 			r.mu.Unlock()

@@ -61,6 +61,9 @@ type Config struct {
 	// Retry runs the one case in Cases again in the finished bundle in
 	// Dir, as an amendment the Signer signs (sat run --retry).
 	Retry bool
+	// Observer, if set, sees the run as it goes (sat run --ui); the run
+	// never waits for it (observe.go).
+	Observer Observer
 }
 
 // Runner runs one plan. Interrupt and Kill may be called from another
@@ -73,6 +76,7 @@ type Runner struct {
 	logF  io.Closer
 	res   *results.Results
 	prog  *progress
+	obs   *observeQueue  // nil without an Observer
 	index map[string]int // case id → index in res.Cases
 
 	energised atomic.Bool  // the risk was accepted and the banks are being prepared
@@ -129,6 +133,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, clk: cfg.Clock, aborted: make(chan struct{}), aborting: clock.NewGroup(cfg.Clock),
 		outcomes: map[string]grade.Outcome{}, attempts: map[string]int{}, index: map[string]int{}, trips: map[string]string{}}
 	r.prog = newProgress(cfg.Progress, cfg.Terminal, cfg.Plan, r.clk)
+	r.obs = newObserveQueue(cfg.Observer, cfg.Plan, r.clk.Now(), observeQueueLen)
 	return r, nil
 }
 
@@ -161,6 +166,8 @@ func (r *Runner) run(ctx context.Context) (*results.Results, error) {
 	}
 	defer r.closeLog()
 	defer r.prog.stop()
+	defer r.observeEnd()
+	r.observeRun()
 	hbCtx, stopBeats := context.WithCancel(context.Background())
 	beats := r.startHeartbeats(hbCtx)
 	beats.Go(func() { r.syncEverySecond(hbCtx) })

@@ -193,6 +193,7 @@ func (s *sampler) sink(p *polled, ps probe.Sample) {
 	s.n += int64(len(out))
 	s.sample.Broadcast()
 	s.mu.Unlock()
+	s.observeSamples(out)
 }
 
 // check trips an interlock on a good sample outside its limits, and on
@@ -229,6 +230,7 @@ func (s *sampler) check(smp evidence.Sample, sent time.Time) {
 		s.r.append("interlock", s.caseID, map[string]any{"interlock": il.ID, "channel": il.Channel, "value": v,
 			"min": il.Min, "max": il.Max, "unit": il.Unit, "sample_time": smp.Time})
 		s.r.Abort(results.CauseInterlock, reason, func(a *results.Abort) { a.Interlock, a.Channel, a.Value = il.ID, il.Channel, &v })
+		s.r.observeTrip(reason)
 		return
 	}
 }
@@ -240,6 +242,7 @@ func (s *sampler) silent(l *lock, quiet time.Duration, what string) {
 		il.ID, il.Channel, what, quiet.Round(time.Millisecond), il.MaxSilenceS)
 	s.r.append("interlock", s.caseID, map[string]any{"interlock": il.ID, "channel": il.Channel, "silent_s": quiet.Seconds(), "max_silence_s": il.MaxSilenceS})
 	s.r.Abort(results.CauseInterlock, reason, func(a *results.Abort) { a.Interlock, a.Channel = il.ID, il.Channel })
+	s.r.observeTrip(reason)
 }
 
 // watchSilence trips an interlock whose device has not answered at all

@@ -47,6 +47,7 @@ type caseRun struct {
 func (r *Runner) runSteps(ctx context.Context, cr *caseRun, tl *grade.Timeline) error {
 	for i, s := range cr.c.Steps {
 		r.prog.step(i, s)
+		r.observeStep(i, s)
 		rec := stepRecord{Step: s.ID, Op: s.Op, Start: r.clk.Now()}
 		err := r.step(ctx, cr, s, &rec)
 		rec.End = r.clk.Now()

@@ -71,6 +71,12 @@ Every attempt is kept and re-graded; the last counts, and sat verify and
 sat report show them all. A retry killed half-way was never signed: the
 next --retry cuts it back.
 
+Follow the run in a browser with --ui 127.0.0.1:PORT: sat prints the
+addresses to open (an operator's, which can pause, resume and abort
+behind a confirmation, and a read-only one); --ui-token-file FILE gives
+the tokens instead (lines "operator NAME TOKEN", "viewer NAME TOKEN"),
+and is needed to serve beyond loopback.
+
 Exit codes: 0 all passed, 2 a test failed, 3 aborted, 1 the tool failed
 (including ERROR cases: a harness or device problem, not a product one).`
 
@@ -85,6 +91,7 @@ type runFlags struct {
 	simulate, verbose, unsigned            bool
 	logFormat                              string
 	scale                                  scaleFlag
+	ui, uiTokens                           string // --ui ADDR, --ui-token-file FILE (ui.go)
 }
 
 // scaleFlag is --time-scale: site seconds per wall second, or "max"
@@ -165,6 +172,8 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	fs.BoolVar(&f.unsigned, "unsigned", false, "a dry run on a site: write an unsigned bundle (its hashes detect accidents, not a deliberate edit)")
 	fs.BoolVar(&f.verbose, "v", false, "log to stderr at info level")
 	fs.StringVar(&f.logFormat, "log-format", "text", cli.LogFormatUsage)
+	fs.StringVar(&f.ui, "ui", "", "serve a live view of the run at this address (127.0.0.1:PORT; another host needs --ui-token-file)")
+	fs.StringVar(&f.uiTokens, "ui-token-file", "", "with --ui: the live view's tokens, one a line: operator NAME TOKEN or viewer NAME TOKEN")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return f, "", fs, err
@@ -204,6 +213,8 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 		err = cli.Usagef("--time-scale max needs --sim: a simulator in another process runs at a time scale of its own")
 	case f.simulate && f.control != "":
 		err = cli.Usagef("--sim-control is for a simulator in another process, with --site")
+	case f.uiTokens != "" && f.ui == "":
+		err = cli.Usagef("--ui-token-file needs --ui ADDR")
 	case f.unsigned && f.key.key != "":
 		err = cli.Usagef("give one of --sign-key and --unsigned")
 	case !f.simulate && !f.unsigned && f.key.key == "":
@@ -264,10 +275,16 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 		Operator: operator(f, env, stdin, stderr, lookupEnv), Progress: stderr, Terminal: isTerminal(stderr), Signer: signer,
 		ContractsDigest: contractsDigest, Shortened: shortened(p, env.site),
 		Cases: f.cases, From: f.from, Until: f.until, Retry: f.retry != ""}
+	ui, err := startUI(ctx, f, &cfg, stderr, log)
+	if err != nil {
+		return fail(stderr, "run", fs, err)
+	}
+	defer ui.close()
 	r, err := runner.New(cfg)
 	if err != nil {
 		return fail(stderr, "run", fs, err)
 	}
+	ui.bind(r)
 	if file, ok := stdin.(*os.File); ok && isTerminal(file) {
 		listenForPause(r, cfg.Operator, stdin, stderr)
 	}
