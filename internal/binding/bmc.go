@@ -3,9 +3,12 @@ package binding
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"cuelang.org/go/cue"
@@ -18,7 +21,16 @@ import (
 const (
 	RuleBMCSecret  = "BIND030" // the BMCs' password written inline
 	RuleBMCAddress = "BIND031" // a BMC endpoint that is no host:port
+	// RuleBMCWritable is a BMC control written that the binding does not
+	// declare writable: sat cap apply and facilityd refuse it with this id.
+	RuleBMCWritable = "BIND032"
+	// RuleBMCWritableOn is a writable_on entry for a BMC that the
+	// endpoints do not have.
+	RuleBMCWritableOn = "BIND033"
 )
+
+// ControlPowerLimit is the node power cap control (bmcs.writable).
+const ControlPowerLimit = "PowerLimit"
 
 // BMCs is a binding's bmcs section: how sat discover reaches the site's
 // BMCs over Redfish.
@@ -32,7 +44,28 @@ type BMCs struct {
 	Parallel  int           // BMCs walked at once
 	PerBMC    int           // requests in flight to one BMC
 	Endpoints []BMCEndpoint // sorted by name; none: the inventory's addresses
-	Pos       diag.Pos
+	// WritableControls are the controls every BMC may have written (the
+	// allow-list); WritableOn overrides it for a BMC by name.
+	WritableControls []string
+	WritableOn       map[string][]string
+	Pos              diag.Pos
+}
+
+// Writable says whether the binding declares control writable on the
+// BMC called name; nil is an error with RuleBMCWritable saying what to
+// declare.
+func (b *BMCs) Writable(name, control string) error {
+	if b != nil {
+		list, ok := b.WritableOn[name]
+		if !ok {
+			list = b.WritableControls
+		}
+		if slices.Contains(list, control) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: BMC %s: control %s is not declared writable by the binding: nothing not declared is written; declare it in bmcs: writable: [%q] (or writable_on: %q: [%q])",
+		RuleBMCWritable, name, control, control, name, control)
 }
 
 // BMCEndpoint is one BMC: a name for messages and where it answers.
@@ -94,6 +127,18 @@ func LoadBMCs(dir string) (*BMCs, diag.List, error) {
 		b.Endpoints = append(b.Endpoints, e)
 	}
 	sort.Slice(b.Endpoints, func(i, j int) bool { return b.Endpoints[i].Name < b.Endpoints[j].Name })
+	b.WritableControls = stringList(at(v, "writable"))
+	for _, name := range cueload.Labels(at(v, "writable_on")) {
+		wv := at(v, "writable_on", name)
+		if b.WritableOn == nil {
+			b.WritableOn = map[string][]string{}
+		}
+		b.WritableOn[name] = stringList(wv)
+		if len(b.Endpoints) > 0 && !slices.ContainsFunc(b.Endpoints, func(e BMCEndpoint) bool { return e.Name == name }) {
+			d.diags.Errorf(RuleBMCWritableOn, r.UserPos(wv), "bmcs.writable_on."+quote(name), "bmcs.writable_on.%s: no BMC %q among the endpoints", quote(name), name).Hint =
+				"name a BMC of bmcs.endpoints, or drop the entry"
+		}
+	}
 	return b, d.diags.Sorted(), nil
 }
 
@@ -120,6 +165,16 @@ func MarshalBMCs(b *BMCs, pkg string) []byte {
 	if b.PerBMC > 1 {
 		fmt.Fprintf(&w, "\tper_bmc:  %d\n", b.PerBMC)
 	}
+	if len(b.WritableControls) > 0 {
+		fmt.Fprintf(&w, "\twritable: [%s]\n", quoteAll(b.WritableControls))
+	}
+	if len(b.WritableOn) > 0 {
+		w.WriteString("\twritable_on: {\n")
+		for _, name := range slices.Sorted(maps.Keys(b.WritableOn)) {
+			fmt.Fprintf(&w, "\t\t%s: [%s]\n", q(name), quoteAll(b.WritableOn[name]))
+		}
+		w.WriteString("\t}\n")
+	}
 	if len(b.Endpoints) > 0 {
 		w.WriteString("\tendpoints: {\n")
 		for _, e := range b.Endpoints {
@@ -129,4 +184,27 @@ func MarshalBMCs(b *BMCs, pkg string) []byte {
 	}
 	w.WriteString("}\n")
 	return w.Bytes()
+}
+
+func quoteAll(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// stringList is a CUE list of strings; nil when v is none.
+func stringList(v cue.Value) []string {
+	it, err := v.List()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for it.Next() {
+		if s, err := it.Value().String(); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }

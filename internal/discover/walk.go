@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -27,7 +26,7 @@ import (
 	"github.com/stmcginnis/gofish"
 	"github.com/stmcginnis/gofish/schemas"
 
-	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/redfish/bmchttp"
 )
 
 // Target is one BMC to walk.
@@ -39,42 +38,8 @@ type Target struct {
 	Expect string
 }
 
-// Options bound and authenticate the walk.
-type Options struct {
-	User, Password string
-	Basic          bool // basic authentication instead of a session
-	Insecure       bool // accept self-signed certificates
-	Timeout        time.Duration
-	Parallel       int // BMCs walked at once (default 64)
-	PerBMC         int // requests in flight to one BMC: 1 (default) or 2
-	Retries        int // 503s retried after their Retry-After (default 3)
-	MaxWait        time.Duration
-	Clock          clock.Clock // the waits for Retry-After (default the wall clock)
-	Log            *slog.Logger
-}
-
-func (o Options) withDefaults() Options {
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = 64
-	}
-	o.PerBMC = min(max(o.PerBMC, 1), 2)
-	if o.Retries <= 0 {
-		o.Retries = 3
-	}
-	if o.MaxWait <= 0 {
-		o.MaxWait = 30 * time.Second
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	return o
-}
+// Options are the BMCs' credentials and the walk's limits.
+type Options = bmchttp.Access
 
 // Found is what one BMC reported.
 type Found struct {
@@ -133,7 +98,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // Walk walks every target, opt.Parallel at a time, and returns what
 // each reported, in the targets' order.
 func Walk(ctx context.Context, targets []Target, opt Options) []*Found {
-	opt = opt.withDefaults()
+	opt = opt.WithDefaults()
 	out := make([]*Found, len(targets))
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -169,8 +134,8 @@ func walkOne(ctx context.Context, t Target, o Options) *Found {
 	start := time.Now()
 	f := &Found{BMC: t.Name, URL: t.URL}
 	w := &walker{ctx: ctx, t: t, o: o, f: f, seen: map[string]bool{}, tray: map[string]*Tray{}, links: map[string][]string{}}
-	client := newClient(o, func(time.Duration) { w.mu.Lock(); f.Waits++; w.mu.Unlock() })
-	defer closeClient(client)
+	client, closeIdle := o.Client(func(time.Duration) { w.mu.Lock(); f.Waits++; w.mu.Unlock() })
+	defer closeIdle()
 	endpoint := strings.TrimSuffix(t.URL, "/")
 	// the service root first, unauthenticated (as Redfish allows): a
 	// failure there is the root's, not the login's

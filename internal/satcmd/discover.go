@@ -19,6 +19,7 @@ import (
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/discover"
 	"github.com/seamdc/seam/internal/inventory"
+	"github.com/seamdc/seam/internal/redfish/bmchttp"
 	"github.com/seamdc/seam/internal/sim"
 	"github.com/seamdc/seam/internal/topology"
 	"github.com/seamdc/seam/internal/version"
@@ -237,12 +238,10 @@ func declared(dir string, files []string, stderr io.Writer) (string, *inventory.
 func bmcTargets(ctx context.Context, b *binding.Binding, bm *binding.BMCs, d *discover.Declared, lookupEnv func(string) (string, bool)) ([]discover.Target, discover.Options, error) {
 	byName := d.BMCNames()
 	if bm != nil {
-		pw, err := bm.Password.Resolve(lookupEnv)
+		opt, err := bmchttp.FromBinding(bm, lookupEnv)
 		if err != nil {
 			return nil, discover.Options{}, err
 		}
-		opt := discover.Options{User: bm.User, Password: pw, Basic: bm.Auth == "basic", Insecure: bm.Insecure, Timeout: bm.Timeout,
-			Parallel: bm.Parallel, PerBMC: bm.PerBMC}
 		if len(bm.Endpoints) == 0 {
 			t := d.Targets(bm.Scheme)
 			if len(t) == 0 {

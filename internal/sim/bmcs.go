@@ -21,14 +21,62 @@ type BMCFaulter interface {
 	BMCFault(kind, name string, on bool) error
 }
 
-// BMC fault kinds: a fault kind of the site, targeting a BMC by name.
+// BMC fault kinds: a fault kind of the site, targeting a BMC by name
+// (the power cap's write faults are defects, below).
 var bmcFaultKinds = func() map[string]string {
 	m := map[string]string{}
 	for _, k := range bmc.Faults {
-		m["bmc_"+k] = k
+		if k != bmc.FaultReadOnly && k != bmc.FaultResetOnWrite {
+			m["bmc_"+k] = k
+		}
 	}
 	return m
 }()
+
+// The power cap's BMC defects, targeting a BMC by name (sat sim's
+// fleet defects): a reset (at once: its sessions end and the node's cap
+// returns to its default; clearing it does nothing), the legacy Power
+// resource only, a PowerLimit control in %, a PATCH of the limit
+// refused (403), a PATCH that resets the BMC (no answer, the cap not
+// applied) — the last four while in force.
+const (
+	DefectBMCReset        = "bmc-reset"
+	DefectBMCLegacy       = "bmc-legacy"
+	DefectBMCPercent      = "bmc-percent"
+	DefectBMCReadOnly     = "bmc-read-only"
+	DefectBMCResetOnWrite = "bmc-reset-on-write"
+)
+
+// CapDefects lists the power cap's BMC defects.
+var CapDefects = []string{DefectBMCReset, DefectBMCLegacy, DefectBMCPercent, DefectBMCReadOnly, DefectBMCResetOnWrite}
+
+// capDefect puts a power cap defect in force or ends it; without the
+// site's lock (a reset takes it to drop the node's cap).
+func (s *Sim) capDefect(kind, name string, on bool) error {
+	b := s.BMC(name)
+	if b == nil {
+		return fmt.Errorf("%w: %s: no BMC %q is served: name one by its name, such as bmc-a-r01-n01", errNotFound, kind, name)
+	}
+	switch kind {
+	case DefectBMCReset:
+		if on {
+			return b.Reboot()
+		}
+	case DefectBMCLegacy:
+		b.SetLimitStyle(on, b.LimitStyleUnits())
+	case DefectBMCPercent:
+		units := ""
+		if on {
+			units = "%"
+		}
+		b.SetLimitStyle(b.LimitStyleLegacy(), units)
+	case DefectBMCReadOnly:
+		return b.SetFault(bmc.FaultReadOnly, on)
+	case DefectBMCResetOnWrite:
+		return b.SetFault(bmc.FaultResetOnWrite, on)
+	}
+	return nil
+}
 
 // bmcs are the simulated BMCs a Sim serves, by what they manage.
 type bmcs struct {
@@ -319,6 +367,9 @@ func (s *Sim) BMCFault(kind, name string, on bool) error {
 // AddFleetDefect puts a node or tray defect in force, and starts or
 // stops the BMCs it adds or takes away.
 func (s *Sim) AddFleetDefect(d fleet.Defect) error {
+	if slices.Contains(CapDefects, d.Kind) {
+		return s.capDefect(d.Kind, d.Target, true)
+	}
 	if err := s.Site.WithFleet(func(f *fleet.Fleet) error { return f.AddDefect(d) }); err != nil {
 		return err
 	}
@@ -328,6 +379,9 @@ func (s *Sim) AddFleetDefect(d fleet.Defect) error {
 
 // ClearFleetDefect ends one.
 func (s *Sim) ClearFleetDefect(kind, target string) error {
+	if slices.Contains(CapDefects, kind) {
+		return s.capDefect(kind, target, false)
+	}
 	if err := s.Site.WithFleet(func(f *fleet.Fleet) error { return f.ClearDefect(kind, target) }); err != nil {
 		return err
 	}

@@ -90,7 +90,15 @@ type Config struct {
 	// SessionTimeout ends a session unused for this long, in the
 	// source's time (default 30 min).
 	SessionTimeout time.Duration
-	Log            *slog.Logger
+	// Legacy serves a node's power limit only as the deprecated
+	// Power resource's PowerControl[0].PowerLimit.LimitInWatts, as older
+	// BMCs do: no Controls.
+	Legacy bool
+	// LimitUnits are the PowerLimit control's SetPointUnits: "W" (the
+	// default), "%" (of AllowableMax in W), "kW", or anything else (its
+	// numbers then in W, for the tests of clients that must refuse it).
+	LimitUnits string
+	Log        *slog.Logger
 }
 
 // BMC is one simulated BMC, an http.Handler.
@@ -108,6 +116,11 @@ type BMC struct {
 	fault    string
 	stats    Stats
 	release  chan struct{} // closed when a hanging fault clears
+	busyFor  int           // the next requests answered 503 (SetBusyFor)
+	busyWait int           // their Retry-After, seconds
+	reboots  int
+	legacy   bool   // Config.Legacy, or SetLimitStyle's
+	units    string // Config.LimitUnits, or SetLimitStyle's
 }
 
 // Stats count what a BMC has answered.
@@ -134,7 +147,7 @@ func New(cfg Config, src Source) *BMC {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &BMC{cfg: cfg, src: src, sessions: map[string]*session{}, release: make(chan struct{})}
+	return &BMC{cfg: cfg, src: src, sessions: map[string]*session{}, release: make(chan struct{}), legacy: cfg.Legacy, units: cfg.LimitUnits}
 }
 
 // Name is the BMC's name.
@@ -188,6 +201,14 @@ func uuidFor(name string) string {
 func (b *BMC) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	b.stats.Requests++
+	if b.busyFor > 0 {
+		b.busyFor--
+		b.stats.Busy++
+		wait := b.busyWait
+		b.mu.Unlock()
+		busy(w, wait)
+		return
+	}
 	if b.inFlight >= b.cfg.MaxInFlight {
 		b.stats.Busy++
 		b.mu.Unlock()

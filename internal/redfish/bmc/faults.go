@@ -10,17 +10,19 @@ import (
 
 // Faults: how a broken BMC misbehaves.
 const (
-	FaultUnauthorized = "unauthorized"  // 401 to every request, as after a password change
-	FaultNotFound     = "not_found"     // its chassis is listed but answers 404
-	FaultGarbage      = "garbage"       // 200 with bodies that are not JSON
-	FaultRedirectLoop = "redirect_loop" // every request is redirected to itself
-	FaultTimeout      = "timeout"       // requests get no answer until the fault clears
-	FaultBusy         = "busy"          // 503 with Retry-After to every request
-	FaultContainsLoop = "contains_loop" // its chassis contains a chassis that contains it
+	FaultUnauthorized = "unauthorized"   // 401 to every request, as after a password change
+	FaultNotFound     = "not_found"      // its chassis is listed but answers 404
+	FaultGarbage      = "garbage"        // 200 with bodies that are not JSON
+	FaultRedirectLoop = "redirect_loop"  // every request is redirected to itself
+	FaultTimeout      = "timeout"        // requests get no answer until the fault clears
+	FaultBusy         = "busy"           // 503 with Retry-After to every request
+	FaultContainsLoop = "contains_loop"  // its chassis contains a chassis that contains it
+	FaultReadOnly     = "read_only"      // a PATCH of the power limit is refused (403)
+	FaultResetOnWrite = "reset_on_write" // a PATCH of the power limit resets the BMC: no answer, the cap not applied
 )
 
 // Faults lists the faults.
-var Faults = []string{FaultUnauthorized, FaultNotFound, FaultGarbage, FaultRedirectLoop, FaultTimeout, FaultBusy, FaultContainsLoop}
+var Faults = []string{FaultUnauthorized, FaultNotFound, FaultGarbage, FaultRedirectLoop, FaultTimeout, FaultBusy, FaultContainsLoop, FaultReadOnly, FaultResetOnWrite}
 
 // SetFault puts a fault in force (on) or clears it; one at a time.
 func (b *BMC) SetFault(kind string, on bool) error {

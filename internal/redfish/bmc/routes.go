@@ -91,7 +91,19 @@ func (b *BMC) live(t *static, uri string) (map[string]any, bool) {
 		} else {
 			doc["PowerState"] = "On"
 		}
+		if b.isLegacy() && t.system != "" {
+			delete(doc, "Controls")
+			doc["Power"] = ref(t.chassis + "/Power")
+		}
 		return b.faultDoc(t, doc), true
+	case b.isLegacy() && t.system != "" && (uri == t.chassis+"/Controls" || uri == t.chassis+"/Controls/PowerLimit"):
+		return nil, true
+	case b.isLegacy() && t.system != "" && uri == t.chassis+"/Power":
+		l := lv()
+		if l.Limit == nil {
+			return nil, true
+		}
+		return legacyPowerDoc(t.chassis, l), true
 	case t.chassis != "" && uri == t.chassis+"-enclosure" && b.Fault() == FaultContainsLoop:
 		return map[string]any{"@odata.id": uri, "@odata.type": "#Chassis.v1_28_0.Chassis", "Id": uri[strings.LastIndexByte(uri, '/')+1:],
 			"Name": "Enclosure", "ChassisType": "Enclosure", "Links": map[string]any{"Contains": []any{ref(t.chassis)}}}, true
@@ -123,7 +135,7 @@ func (b *BMC) live(t *static, uri string) (map[string]any, bool) {
 		if l.Limit == nil {
 			return nil, true
 		}
-		return limitDoc(t.chassis, l), true
+		return b.limitDoc(t.chassis, l), true
 	case strings.HasSuffix(uri, "/Metrics") && t.psus[strings.TrimSuffix(uri, "/Metrics")] != 0:
 		bay := t.psus[strings.TrimSuffix(uri, "/Metrics")]
 		p := lv().PSUs[bay]
@@ -199,16 +211,25 @@ func (b *BMC) post(w http.ResponseWriter, r *http.Request, uri string) {
 // {"ControlMode": "..."}; an If-Match must match the control's ETag.
 func (b *BMC) patch(w http.ResponseWriter, r *http.Request, uri string) {
 	t, err := b.static()
-	if err != nil || t.system == "" || uri != t.chassis+"/Controls/PowerLimit" || b.src.Live().Limit == nil {
+	if err == nil && b.isLegacy() && t.system != "" && uri == t.chassis+"/Power" && b.src.Live().Limit != nil {
+		if !b.writeFault(w) {
+			b.patchLegacy(w, r, t)
+		}
+		return
+	}
+	if err != nil || b.isLegacy() || t.system == "" || uri != t.chassis+"/Controls/PowerLimit" || b.src.Live().Limit == nil {
 		notAllowed(w, r, "GET, HEAD")
 		return
 	}
 	if m := r.Header.Get("If-Match"); m != "" && m != "*" {
-		if cur := limitETag(limitDoc(t.chassis, b.src.Live())); m != cur {
+		if cur := limitETag(b.limitDoc(t.chassis, b.src.Live())); m != cur {
 			writeError(w, http.StatusPreconditionFailed, "PreconditionFailed", "The ETag supplied did not match the ETag required to change this resource.",
 				"Try the operation again using the appropriate ETag.", nil)
 			return
 		}
+	}
+	if b.writeFault(w) {
+		return
 	}
 	var body map[string]json.RawMessage
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<14)).Decode(&body); err != nil {
@@ -227,6 +248,7 @@ func (b *BMC) patch(w http.ResponseWriter, r *http.Request, uri string) {
 					"Correct the value for the property in the request body and resubmit the request if the operation failed.", []string{string(v), "SetPoint"})
 				return
 			}
+			f = b.fromUnits(f, b.src.Live().Limit.Max)
 			sp = &f
 		case "ControlMode":
 			if err := json.Unmarshal(v, &mode); err != nil || !validMode(mode) {
@@ -250,7 +272,7 @@ func (b *BMC) patch(w http.ResponseWriter, r *http.Request, uri string) {
 		return
 	}
 	b.cfg.Log.Info("power limit set", "bmc", b.cfg.Name, "set_point_watts", sp, "mode", mode)
-	doc := limitDoc(t.chassis, b.src.Live())
+	doc := b.limitDoc(t.chassis, b.src.Live())
 	w.Header().Set("ETag", limitETag(doc))
 	writeJSON(w, http.StatusOK, doc)
 }

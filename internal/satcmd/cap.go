@@ -1,0 +1,220 @@
+package satcmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seamdc/seam/internal/capping"
+	"github.com/seamdc/seam/internal/capping/apply"
+	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/version"
+)
+
+func init() {
+	register("cap", "apply, clear or check power caps through the nodes' BMCs (Redfish PowerLimit), with evidence", runCap)
+}
+
+const capHelp = `sat cap apply --site BINDING --evidence DIR CAPS
+sat cap clear --site BINDING --evidence DIR CAPS
+sat cap check --site BINDING CAPS
+
+Writes the caps of CAPS (the file contractc budget --cap --caps-out
+writes; docs/capping.md) to each node's BMC over Redfish: its
+Controls/PowerLimit SetPoint (in W, kW or % of the node's maximum), or
+the legacy Power.PowerControl[0].PowerLimit.LimitInWatts where the BMC
+has only that; reads each back. clear writes each BMC's maximum back;
+check only reads and compares. Only a control the binding's bmcs
+section declares writable (writable: ["PowerLimit"], or writable_on per
+BMC) is written: a BMC without it is refused (BIND032) and nothing is
+sent to it. A session per BMC, DELETEd after; one or two requests in
+flight to a BMC; a busy BMC's Retry-After honoured. apply and clear
+record every BMC's before, written and read-back caps in an evidence
+bundle (DIR, signed with --sign-key).
+
+Exit codes: 0 every BMC took (or, for check, has) its cap; 2 a BMC
+refused, failed or drifted; 1 the tool failed.`
+
+type capFlags struct {
+	site, evidence, format string
+	parallel, perBMC       int
+	timeout                time.Duration
+	keys                   keyFlags
+	verbose                bool
+}
+
+func runCap(args []string, stdout, stderr io.Writer) int {
+	return runCapEnv(args, stdout, stderr, os.LookupEnv)
+}
+
+func runCapEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	if len(args) == 0 || (args[0] != "apply" && args[0] != "clear" && args[0] != "check") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprintln(stderr, capHelp)
+			return cli.ExitOK
+		}
+		fmt.Fprintln(stderr, capHelp)
+		return cli.ExitTool
+	}
+	op := map[string]apply.Op{"apply": apply.Apply, "clear": apply.Clear, "check": apply.Read}[args[0]]
+	name := "cap " + args[0]
+	fs := flag.NewFlagSet("--site BINDING [--evidence DIR] CAPS", flag.ContinueOnError)
+	var f capFlags
+	fs.StringVar(&f.site, "site", "", "the site binding directory, with its bmcs section (required)")
+	fs.StringVar(&f.evidence, "evidence", "", "the evidence bundle to write (a new directory; required for apply and clear)")
+	fs.StringVar(&f.format, "format", "text", "output: text or json")
+	fs.IntVar(&f.parallel, "parallel", 0, "BMCs at once (default: the binding's, else 64)")
+	fs.IntVar(&f.perBMC, "per-bmc", 0, "requests in flight to one BMC, 1 or 2 (default: the binding's)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "how long one request may take (default: the binding's)")
+	fs.StringVar(&f.keys.key, "sign-key", "", "sign the evidence with this SSH key (a private key, or a public key whose private key ssh-agent holds)")
+	fs.StringVar(&f.keys.passEnv, "passphrase-env", "", "the environment variable holding the signing key's passphrase")
+	fs.BoolVar(&f.verbose, "v", false, "log each BMC to stderr")
+	pos, err := cli.Parse(fs, args[1:])
+	switch {
+	case err != nil:
+	case len(pos) != 1:
+		err = cli.Usagef("want one caps file, got %d arguments", len(pos))
+	case f.site == "":
+		err = cli.Usagef("--site is required")
+	case op != apply.Read && f.evidence == "":
+		err = cli.Usagef("--evidence DIR is required: every cap written is recorded")
+	case f.format != "text" && f.format != "json":
+		err = cli.Usagef("unknown format %q (want text or json)", f.format)
+	case f.perBMC < 0 || f.perBMC > 2:
+		err = cli.Usagef("--per-bmc must be 1 or 2, got %d", f.perBMC)
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, capHelp)
+		}
+		return fail(stderr, name, fs, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	results, err := capRun(ctx, op, pos[0], f, stdout, stderr, lookupEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "sat %s: %v\n", name, err)
+		return cli.ExitTool
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			return cli.ExitFindings
+		}
+	}
+	return cli.ExitOK
+}
+
+// capRun reads the caps and the binding's BMCs, runs op at every BMC,
+// records the evidence and prints the results.
+func capRun(ctx context.Context, op apply.Op, capsPath string, f capFlags, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) ([]apply.Result, error) {
+	raw, err := os.ReadFile(capsPath)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := capping.Parse(capsPath, raw)
+	if err != nil {
+		return nil, err
+	}
+	targets, opt, err := apply.Targets(f.site, caps, lookupEnv, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if f.parallel > 0 {
+		opt.Parallel = f.parallel
+	}
+	if f.perBMC > 0 {
+		opt.PerBMC = f.perBMC
+	}
+	if f.timeout > 0 {
+		opt.Timeout = f.timeout
+	}
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	results := apply.Run(ctx, op, targets, opt)
+	if op != apply.Read {
+		sg, by, err := capSigner(f.keys, lookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := apply.Evidence(f.evidence, clock.Real{}, sg, by, "sat cap "+version.Version, op, raw, results); err != nil {
+			return nil, fmt.Errorf("evidence: %w", err)
+		}
+	}
+	if op == apply.Read {
+		for i := range results {
+			r := &results[i]
+			if apply.Drifted(*r, targets[i]) {
+				err := fmt.Errorf("%s: has %.0f W, the caps file says %.0f W: the cap drifted (a BMC reset or a firmware update?): run sat cap apply", r.Control, r.ReadBackW, targets[i].Watts)
+				r.Err = fmt.Errorf("BMC %s (node %s): %w", r.BMC, r.Node, err)
+				r.Error = r.Err.Error()
+			}
+		}
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return results, enc.Encode(results)
+	}
+	writeCapResults(stdout, op, caps, results, f.evidence)
+	return results, nil
+}
+
+func capSigner(k keyFlags, lookupEnv func(string) (string, bool)) (evidence.Signer, string, error) {
+	if k.key == "" {
+		return nil, "", nil
+	}
+	s, fp, err := evidenceSigner(k, lookupEnv)
+	return s, fp, err
+}
+
+func writeCapResults(w io.Writer, op apply.Op, caps *capping.File, results []apply.Result, evidenceDir string) {
+	failed := 0
+	for _, r := range results {
+		if r.Err != nil {
+			failed++
+		}
+	}
+	fmt.Fprintf(w, "sat cap %s: %s, target %s: %d BMCs, %d ok, %d failed\n", op, caps.Site, caps.Target, len(results), len(results)-failed, failed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "node\tBMC\tcontrol\tunits\tbefore\twanted\tread back\tstatus")
+	for i, r := range results {
+		st := "ok"
+		if r.Err != nil {
+			st = "FAILED"
+		}
+		want := r.WantW
+		if op == apply.Read {
+			want = caps.Caps[i].Watts
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f W\t%.0f W\t%.0f W\t%s\n", r.Node, r.BMC, orDash(r.Control), orDash(r.Units), r.BeforeW, want, r.ReadBackW, st)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.Err != nil {
+			fmt.Fprintf(w, "  %s\n", r.Error)
+		}
+	}
+	if evidenceDir != "" && op != apply.Read {
+		fmt.Fprintf(w, "evidence: %s\n", evidenceDir)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
