@@ -17,6 +17,7 @@ func decode(r *cueload.Result) (*Contracts, diag.List) {
 	d := &decoder{r: r}
 	root := node{d: d, v: r.Value}
 	c := &Contracts{Dir: r.Dir, Loaded: r, Site: d.site(root.at("site"))}
+	c.Ops = d.operating(root.at("site"))
 	for _, b := range root.entries("boundaries") {
 		c.Boundaries = append(c.Boundaries, d.boundary(b))
 	}

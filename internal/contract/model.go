@@ -187,4 +187,6 @@ type Contracts struct {
 	// Handovers are the as-built inventories read with the contracts
 	// (ReadInventory); they are not part of the signed contract.
 	Handovers []*inventory.Handover
+	// Ops is what the site declares for operating and expanding it.
+	Ops *Operating
 }

@@ -33,6 +33,9 @@ func rules() map[string]string {
 	for k, v := range alarmRules {
 		out[k] = v
 	}
+	for k, v := range opsRules {
+		out[k] = v
+	}
 	return out
 }
 
@@ -256,6 +259,7 @@ func Check(c *Contracts) diag.List {
 	diags = append(diags, inventory.Check(g)...)
 	diags = append(diags, checkOperate(c, idx, func(name string) bool { _, ok := g.Find(name); return ok })...)
 	checkAlarms(c, &diags)
+	checkOperating(c, g, &diags)
 	return diags
 }
 

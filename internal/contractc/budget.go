@@ -23,6 +23,8 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("DIR", flag.ContinueOnError)
 	var adds addList
 	fs.Var(&adds, "add", `what-if: add POWER ("20 kW") or nodes ("2 nodes") to rack RACK ("ma/r01"), or a new rack RACK of POWER beside its module's first rack; repeatable`)
+	tranche := trancheFlagsOf(fs)
+	caps := capFlagsOf(fs) // last: it takes --inventory from another flag if one has it
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 1 {
 		err = cli.Usagef("want one contract directory, got %d arguments", len(pos))
@@ -39,10 +41,17 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 		return cli.ExitFindings
 	}
 	b := contract.Budget(c)
+	if caps.target != "" {
+		return budgetCap(c, pos[0], adds, caps, stdout, stderr, fs)
+	}
+	if tranche.set() {
+		return budgetTranche(c, b, tranche, stdout, stderr, fs)
+	}
 	if len(adds) > 0 {
 		return whatIf(c, b, adds, stdout, stderr, fs)
 	}
 	writeBudget(stdout, b)
+	writeDesignPUE(stdout, c)
 	var findings diag.List
 	for _, d := range contract.Check(c) {
 		if len(d.Rule) > 6 && d.Rule[:6] == "BUDGET" {

@@ -127,7 +127,7 @@ func TestExportShape(t *testing.T) {
 		"/redfish/v1/PowerEquipment/Switchgear":                            count(inventory.KindBlock),
 		"/redfish/v1/ThermalEquipment/CDUs":                                count(inventory.KindCDU),
 		"/redfish/v1/ThermalEquipment/CoolingLoops":                        count(inventory.KindLoop),
-		"/redfish/v1/UpdateService/FirmwareInventory":                      2 * count(inventory.KindCompute, inventory.KindScaleUpSwitch),
+		"/redfish/v1/UpdateService/FirmwareInventory":                      2*count(inventory.KindCompute, inventory.KindScaleUpSwitch) + count(inventory.KindPowerShelf), // the shelves carry their firmware
 		"/redfish/v1/Chassis/ma-r01-shelf-01/PowerSubsystem/PowerSupplies": 6,
 		"/redfish/v1/Systems/ma-r01-compute-03/Processors":                 6,
 		"/redfish/v1/Chassis/ma-r01-compute-03/NetworkAdapters":            5,

@@ -12,7 +12,8 @@ import (
 
 // Handover writes a synthetic as-built inventory of site in the per-rack
 // form (inventory.HandoverFormat): every rack with a design gets every
-// tray of it, with serials, asset tags, firmware, its node's names, its
+// tray of it, with serials, asset tags, firmware (the trays' BIOS and
+// BMC, the power shelves' own), its node's names, its
 // BMC's address and switch ports, and its parts' serials. Serials are
 // made up and unique ("SN-GPU-0000123"); rack names are the module's
 // letter and the rack id ("a-r01" for ma/r01). One tray per line keeps a
@@ -52,6 +53,9 @@ func Handover(site *inventory.Site) []byte {
 	return w.Bytes()
 }
 
+// ShelfFirmware is the power shelves' firmware in a generated handover.
+const ShelfFirmware = "2.1.0"
+
 // RackName is the integrator's name of a rack: the module id without its
 // leading "m", a dash, the rack id.
 func RackName(module, rack string) string {
@@ -78,6 +82,8 @@ func trays(d *inventory.RackDesign, module, rack int, name string, serial func(s
 				AssetTag: fmt.Sprintf("AT-%s-U%02d", name, slot)}
 			switch t.Kind {
 			case inventory.PowerShelf:
+				// one release across the fleet: vet's UNIFORM001 compares them
+				rec.Firmware = map[string]string{"shelf": ShelfFirmware}
 				if i < len(t.Feeds) {
 					rec.PDU = t.Feeds[i].To
 				}
