@@ -47,6 +47,14 @@ const (
 	// UnmappedAlarm: an alarm arrived that names no known type or
 	// domain, or a domain with no nodes.
 	UnmappedAlarm Type = "unmapped_alarm"
+	// PowerCapDrift: a node's BMC no longer has the power cap the caps
+	// file says (a BMC reset, a firmware update).
+	PowerCapDrift Type = "power_cap_drift"
+	// CoolantSampleOverdue and CoolantOutOfLimits: a loop's water
+	// chemistry is not sampled in time, or its latest sample is outside
+	// its limits.
+	CoolantSampleOverdue Type = "coolant_sample_overdue"
+	CoolantOutOfLimits   Type = "coolant_out_of_limits"
 )
 
 // Severity says what an alarm means for the nodes.
@@ -105,6 +113,9 @@ var Defs = []Def{
 	{Type: AlarmPathDead, Severity: Warning, Domain: Site, Alertname: "SeamAlarmPathDead", Help: "Alertmanager's Watchdog stopped arriving: every release is refused"},
 	{Type: DrainRefused, Severity: Warning, Domain: Any, Alertname: "SeamDrainRefused", Help: "the storm guard refused a drain: it waits for approval"},
 	{Type: UnmappedAlarm, Severity: Warning, Domain: Any, Alertname: "SeamUnmappedAlarm", Help: "an alarm of an unknown type or domain, or of a domain with no nodes"},
+	{Type: PowerCapDrift, Severity: Warning, Domain: Rack, Alertname: "SeamPowerCapDrift", Help: "a node's BMC no longer has its power cap (a BMC reset, a firmware update): facilityd writes it back"},
+	{Type: CoolantSampleOverdue, Severity: Warning, Domain: CoolingLoop, Alertname: "SeamCoolantSampleOverdue", Help: "a loop's water-chemistry sample is overdue (its interval passed, or it was never sampled)"},
+	{Type: CoolantOutOfLimits, Severity: Warning, Domain: CoolingLoop, Alertname: "SeamCoolantOutOfLimits", Help: "a loop's latest water-chemistry sample is outside its limits (conductivity, pH, glycol, particulates)"},
 }
 
 // Lookup returns the definition of t.

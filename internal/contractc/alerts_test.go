@@ -88,7 +88,7 @@ func TestAlertsPromtool(t *testing.T) {
 	require.Equal(t, 0, code, stderr.String())
 	out, err := peer.Run(30*time.Second, promtool, "check", "rules", rules)
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "SUCCESS: 43 rules found")
+	assert.Contains(t, out, "SUCCESS: 46 rules found")
 	test := filepath.Join(dir, "test.yml")
 	require.NoError(t, os.WriteFile(test, []byte(promtoolTest), 0o644))
 	out, err = peer.Run(60*time.Second, promtool, "test", "rules", test)

@@ -26,6 +26,7 @@ type Collector struct {
 	readings map[string]Reading
 	devices  map[string]*device
 	energy   map[[2]string]float64 // device, point → joules
+	pue      *PUE                  // measured PUE (pue.go), or nil
 }
 
 type device struct {
@@ -43,6 +44,7 @@ func NewCollector(m *Model, byPoint map[string][]string, devices []string, now f
 	for _, d := range devices {
 		c.devices[d] = &device{}
 	}
+	c.pue = defaultPUE(m, staleAfter)
 	return c
 }
 
@@ -70,6 +72,7 @@ func (c *Collector) Take(s probe.Sample) {
 		}
 		for _, ch := range c.byPoint[s.Device+"/"+r.Point] {
 			c.readings[ch] = Reading{Value: r.Value, At: at}
+			c.pue.Take(ch, Reading{Value: r.Value, At: at})
 		}
 		if k, ok := joulesPer[strings.TrimSpace(r.Unit)]; ok {
 			c.energy[[2]string{s.Device, r.Point}] = r.Value * k
@@ -153,6 +156,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for k, r := range c.readings {
 		readAt[k] = r.At
 	}
+	pue := c.pue
 	energies := make(map[[2]string]float64, len(c.energy))
 	for k, v := range c.energy {
 		energies[k] = v
@@ -241,6 +245,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(energy, prometheus.CounterValue, j, k[0], k[1])
 		}
 	}
+	collectPUE(ch, pue, now)
 }
 
 func seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

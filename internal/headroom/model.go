@@ -24,6 +24,8 @@ type Model struct {
 	Loops  []*Loop
 	// Meters maps a channel name to what it measures.
 	Meters map[string]Meter
+	// PUE are the site's facility meters that measured PUE reads (pue.go).
+	PUE []PUEMeter
 }
 
 // Kind is what a channel measures at its element.
@@ -150,6 +152,7 @@ func FromContracts(c *contract.Contracts, domain func(id string) string) (*Model
 		}
 	}
 	supplyBands(c, m, loops)
+	m.PUE = pueMeters(c)
 	return m, nil
 }
 

@@ -43,6 +43,9 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	if err := s.checkStatements(ctx, r, problem); err != nil {
 		return nil, err
 	}
+	if err := s.checkSamples(ctx, problem); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -25,9 +25,10 @@ const (
 	MayReleaseAnyHold = "release-any-hold" // release a hold someone else set
 	MayReconcile      = "reconcile"        // record what sat discover found
 	MayAccess         = "access"           // change the access policy
+	MayChemistry      = "chemistry"        // record a loop's water-chemistry samples
 )
 
-var permissions = []string{MayAsBuilt, MayHolds, MayReleaseAnyHold, MayReconcile, MayAccess}
+var permissions = []string{MayAsBuilt, MayHolds, MayReleaseAnyHold, MayReconcile, MayAccess, MayChemistry}
 
 // Policy is who may change what in a store: roles, the members who hold
 // them, and the keys that authenticate them. It is kept in the store

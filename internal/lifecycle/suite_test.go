@@ -57,6 +57,8 @@ var suite = []struct {
 	{"provision", testProvision},
 	{"rma", testRMA},
 	{"holds", testHolds},
+	{"chemistry", testChemistry},
+	{"chemistry migrates", testChemistryMigrates},
 }
 
 // The example's as-built goes in and comes back byte for byte in the
@@ -697,7 +699,7 @@ func testNewer(t *testing.T, e *engine) {
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Equal(t, lifecycle.StoreNewer, se.Kind)
 	assert.Contains(t, err.Error(), "the store is at schema version 99 (written by seam 9.0.0); this seam")
-	assert.Contains(t, err.Error(), "knows versions up to 1: use that seam or a newer one")
+	assert.Contains(t, err.Error(), "knows versions up to 2: use that seam or a newer one")
 }
 
 // The history is append-only, and check finds what was changed behind

@@ -54,6 +54,10 @@ type Config struct {
 	Points []PointConfig `json:"points,omitempty"`
 	// Reconcile is how often the scheduler is read back (default 30 s).
 	Reconcile Duration `json:"reconcile,omitempty"`
+	// Chemistry: the loops' water chemistry from the lifecycle store (chem.go).
+	Chemistry *ChemistryConfig `json:"chemistry,omitempty"`
+	// Caps: the power caps kept applied through the BMCs (caps.go).
+	Caps *CapsConfig `json:"caps,omitempty"`
 
 	dir string
 }
@@ -286,6 +290,12 @@ func (c *Config) check() error {
 				errs = append(errs, fmt.Errorf("traps.rules[%d]: an oid and an alarm type of the vocabulary are needed (got %q)", i, r.Type))
 			}
 		}
+	}
+	if err := c.Chemistry.check(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Caps.check(c.Binding); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

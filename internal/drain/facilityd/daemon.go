@@ -62,7 +62,9 @@ type Daemon struct {
 	loopAt    atomic.Int64 // unix nanoseconds of the main loop's last turn
 	dryRun    bool
 	lookupEnv func(string) (string, bool)
-	problems  []string // startup problems that do not stop it
+	problems  []string   // startup problems that do not stop it
+	chem      *chemWatch // the loops' water chemistry (chem.go), or nil
+	caps      *capWatch  // the power caps kept applied (caps.go), or nil
 }
 
 // Options are what New needs beyond the configuration.
@@ -114,6 +116,14 @@ func New(cfg *Config, opt Options) (*Daemon, error) {
 		return nil, err
 	}
 	if err := d.buildSources(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.buildChemistry(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.buildCaps(); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -498,6 +508,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() { d.Beats.Run(ctx, d.Clock, time.Second) })
 	g.Go(func() { d.Deadlines.Run(ctx, d.Clock, 100*time.Millisecond) })
 	g.Go(func() { d.loop(ctx) })
+	if d.chem != nil {
+		g.Go(func() { d.chem.run(ctx) })
+	}
+	if d.caps != nil {
+		g.Go(func() { d.caps.run(ctx) })
+	}
 	d.ready.Store(true)
 	d.Log.Info("facilityd running", "site", d.Index.Site(), "listen", d.Cfg.Listen, "journal", d.journalAt)
 	g.Wait()
@@ -531,6 +547,9 @@ func (d *Daemon) Close() error {
 	var errs []error
 	if d.Traps != nil {
 		d.Traps.Close()
+	}
+	if d.chem != nil {
+		d.chem.close()
 	}
 	if d.site != nil {
 		errs = append(errs, d.site.Close())
