@@ -85,9 +85,16 @@ type Report struct {
 	// lists those cases) and its counts and outcome summarized again.
 	Results *results.Results
 	Retried []string
-	Plan    *plan.Plan
+	// FailedByCapture are the cases whose signed capture fails its mask:
+	// Results has them FAIL, whatever results.json says, since the
+	// capture is later evidence of the same clause.
+	FailedByCapture []string
+	Plan            *plan.Plan
 	// Regraded and Checks count the cases and checks re-graded.
 	Regraded, Checks int
+	// Captures are the waveform captures signed amendments attached,
+	// aligned and graded against their masks (capture.go).
+	Captures []*AuditCapture
 	// Problems say what is wrong with the evidence; Mismatches are the
 	// recorded verdicts the raw samples do not reproduce; Notes are what
 	// a reader should know but is not wrong (a tail a crash left).

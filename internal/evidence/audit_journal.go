@@ -159,6 +159,8 @@ func (a *auditor) record(r Record, offset int64, sc *samplesCursor) {
 		a.rep.state.resumes++
 	case KindAmend:
 		a.amend(r)
+	case KindCapture:
+		a.capture(r)
 	case "run_start":
 		if a.rep.state.runStart == nil {
 			a.rep.state.runStart, a.rep.state.started = r.Data, r.Time

@@ -14,6 +14,7 @@ import (
 // the journal's, and with results.json's where that differs.
 func (a *auditor) regrade() {
 	rep := a.rep
+	defer a.regradeCaptures() // after the cases: captures align on their timelines
 	var active []*AuditCase
 	for _, ac := range rep.CaseAudits {
 		switch {

@@ -45,6 +45,8 @@ type htmlPage struct {
 	Tallies []tally
 	Failed  []failed
 	Plots   []*htmlPlot // by case index; nil where a case has no plot
+	// CapturePlots are by capture index (capture_html.go).
+	CapturePlots []*htmlPlot
 }
 
 type tally struct {
@@ -142,6 +144,9 @@ func HTML(w io.Writer, r *Run) error {
 			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		page.Plots[i] = &htmlPlot{SVG: template.HTML(svg), Legend: legend(c.Plot), Caption: caption(c.Plot)}
+	}
+	if page.CapturePlots, err = capturePlots(r); err != nil {
+		return err
 	}
 	if err := htmlTmpl.Execute(w, page); err != nil {
 		return fmt.Errorf("html report: %w", err)

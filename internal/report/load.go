@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,9 @@ func Load(dir string, opt Options) (*Run, error) {
 	for _, rc := range res.Cases {
 		ac := audited[rc.ID]
 		c := caseView(rc, rep.Plan, ac)
+		if slices.Contains(rep.FailedByCapture, rc.ID) {
+			c.Verdict = string(grade.Fail) // its capture's mask, graded by the audit: rc.Reason says which
+		}
 		if ac != nil && plots[ac] != nil && ac.Verdicts != nil {
 			c.Plot = plots[ac].data(ac.Plan, ac.Verdicts)
 		}
@@ -94,6 +98,8 @@ func Load(dir string, opt Options) (*Run, error) {
 		run.Mismatches = append(run.Mismatches, Mismatch{Case: m.Case, Check: m.Check, Recorded: m.Recorded, Regrade: m.Regrade, Detail: m.Detail})
 	}
 	run.Outcome = outcome(res, run.Cases)
+	run.Captures = captureViews(rep)
+	run.Coverage = coverageRows(rep.Plan, run.Captures)
 	return run, nil
 }
 

@@ -67,6 +67,11 @@ type Run struct {
 	// Handover says where a run stopped between shifts (its outcome is
 	// Unfinished).
 	Handover string
+	// Captures are the analyser captures attached to cases, graded
+	// against their masks; Coverage is the plan's coverage table with
+	// what they proved (capture.go).
+	Captures []Capture
+	Coverage []CoverageRow
 }
 
 // SignOff is a signed amendment: who signed in what role, when, with

@@ -33,6 +33,7 @@ type PlotData struct {
 	Bands    []Band
 	Marks    []Mark
 	Duration float64 // seconds: the x axis runs from 0 to Duration
+	XLabel   string  // the time axis's label ("" : time since the case started)
 }
 
 // Series is a named line.
@@ -110,6 +111,9 @@ func (d *PlotData) SVG() ([]byte, error) {
 		plots, heights = append(plots, bottom), append(heights, exciteHeight)
 	} else {
 		top.X.Label.Text = "time since the case started (s)"
+		if d.XLabel != "" {
+			top.X.Label.Text = d.XLabel
+		}
 	}
 	var total vg.Length
 	for _, h := range heights {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/grade"
 )
 
 func init() {
@@ -122,8 +123,25 @@ func printAudit(w io.Writer, rep *evidence.Report) {
 		}
 		fmt.Fprintln(w)
 	}
-	if len(rep.Retried) > 0 {
-		fmt.Fprintf(w, "results: %s with the retries of %s (results.json, signed with the run, says %s)\n", rep.Results.Outcome, strings.Join(rep.Retried, ", "), recordedOutcome(rep))
+	for _, c := range rep.Captures {
+		fmt.Fprintf(w, "capture %s of %s: %s, the %s mask on %s", c.Files[0], c.Case, c.Result.Verdict.Outcome, c.Mask, c.Channel)
+		if c.Result.Verdict.Outcome != grade.Error {
+			fmt.Fprintf(w, ", the analyser's clock offset %+.3f s", c.Result.Align.OffsetS)
+		}
+		if d := c.Result.Verdict.Detail; d != "" {
+			fmt.Fprintf(w, ": %s", d)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rep.Retried) > 0 || len(rep.FailedByCapture) > 0 {
+		var by []string
+		if len(rep.Retried) > 0 {
+			by = append(by, "the retries of "+strings.Join(rep.Retried, ", "))
+		}
+		if len(rep.FailedByCapture) > 0 {
+			by = append(by, "the failing captures of "+strings.Join(rep.FailedByCapture, ", "))
+		}
+		fmt.Fprintf(w, "results: %s with %s (results.json, signed with the run, says %s)\n", rep.Results.Outcome, strings.Join(by, " and "), recordedOutcome(rep))
 	}
 	if rep.Regraded > 0 {
 		fmt.Fprintf(w, "verdicts: %d checks of %d cases re-graded from the raw samples\n", rep.Checks, rep.Regraded)

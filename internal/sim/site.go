@@ -54,6 +54,7 @@ type Site struct {
 	devEntries []*deviceEntry
 	devFault   DeviceFaulter
 	observe    func(now time.Time)
+	captures   *captureRecorder // the simulated analyser (capture.go); nil: none
 
 	// the nodes after handover (nil: the inventory has none); their
 	// rack PDUs and modules in the physics, by the fleet's index
@@ -163,6 +164,9 @@ func NewSite(c *contract.Contracts, cfg *simconfig.Config, opt Options) (*Site, 
 		return nil, err
 	}
 	s.buildFleet(c, opt.Graph)
+	if cfg.Captures != nil {
+		s.captures = newCaptureRecorder(cfg.Captures, s)
+	}
 	return s, nil
 }
 
@@ -200,6 +204,9 @@ func (s *Site) step() {
 	}
 	for _, b := range s.blocks {
 		b.step(dt, s.t)
+	}
+	if s.captures != nil {
+		s.captures.step(s.t)
 	}
 	for _, p := range s.pdus {
 		p.energy += p.power() * dt / 3600

@@ -44,6 +44,7 @@ type Config struct {
 	Devices     []*Device
 	Channels    []*Channel
 	Scripts     map[string][]Event
+	Captures    *Captures // the simulated analyser (capture.go); nil: none
 	Defects     map[string]*Defect
 
 	power, cooling, controls, loadbank []setting
@@ -170,6 +171,7 @@ func (d *decoder) config(sim cue.Value) *Config {
 	for _, l := range cueload.Labels(sim.LookupPath(cue.ParsePath("scripts"))) {
 		c.Scripts[l] = d.script(l, sim.LookupPath(cue.MakePath(cue.Str("scripts"), cue.Str(l))))
 	}
+	c.Captures = d.captures(sim)
 	for _, l := range cueload.Labels(sim.LookupPath(cue.ParsePath("defects"))) {
 		c.Defects[l] = d.defect(l, sim.LookupPath(cue.MakePath(cue.Str("defects"), cue.Str(l))))
 	}
