@@ -25,7 +25,7 @@ import (
 	"github.com/seamdc/seam/internal/version"
 )
 
-const burninHelp = `GPU burn-in of a module's nodes through Slurm (docs/burnin.md):
+const burninHelp = `GPU burn-in of a module's nodes through Slurm or Kubernetes (docs/burnin.md):
 
   sat burnin run --contracts DIR --module M --out DIR [--slurm-conf FILE]
           [--tools DIR] [--nodes N1,N2…] [--sign-key KEY] [--timeout D]
@@ -42,6 +42,11 @@ const burninHelp = `GPU burn-in of a module's nodes through Slurm (docs/burnin.m
       phase while the feeds, PDUs and CDUs are read through the binding
       and graded against the plan's transient cases of the module (a
       simulated site only yet: sat sim --stepped)
+      --scheduler kubernetes --namespace NS --image IMAGE [--kubeconfig F]
+          [--gpu-resource nvidia.com/gpu] [--pod-env NAME=VALUE]…
+      the same on Kubernetes: the nodes carry a NoSchedule taint
+      (burnin.seam.io/reservation=NAME) instead of a reservation, every
+      job is pods pinned to its nodes that tolerate it
   sat burnin compare FACTORY SITE
       compare two bundles' baselines.json (or two such files): every
       node's figure that got worse from the factory to the site
@@ -50,7 +55,7 @@ Exit codes: 0 every node passed (compare: nothing got worse), 2 some
 node is held back (compare: something got worse), 1 the tool failed.`
 
 func init() {
-	register("burnin", "GPU burn-in through Slurm: diagnostics, all-reduce ladder, baselines as evidence", runBurnin)
+	register("burnin", "GPU burn-in through Slurm or Kubernetes: diagnostics, all-reduce ladder, baselines as evidence", runBurnin)
 }
 
 func runBurnin(args []string, stdout, stderr io.Writer) int {
@@ -80,6 +85,7 @@ type burninFlags struct {
 	timeout                                                                         time.Duration
 	parallel                                                                        int
 	size                                                                            int64
+	kube                                                                            burninKubeFlags
 }
 
 func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
@@ -103,6 +109,7 @@ func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "the longest one job may take")
 	fs.IntVar(&f.parallel, "parallel", 8, "jobs running at once")
 	fs.Int64Var(&f.size, "size", 8<<30, "the all-reduce's fixed size, bytes (at least 1 GiB)")
+	f.kube.register(fs)
 	pos, err := cli.Parse(fs, args)
 	switch {
 	case err != nil:
@@ -114,6 +121,8 @@ func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 		err = cli.Usagef("give --lifecycle STORE and --lifecycle-key KEY together")
 	case (f.site == "") != (f.plan == ""):
 		err = cli.Usagef("give --site BINDING and --plan PLAN together: the module-wide step reads the site through the binding and grades the plan's transient cases")
+	default:
+		err = f.kube.check(f)
 	}
 	if err != nil {
 		return fail(stderr, "burnin run", fs, err)
@@ -192,6 +201,14 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 		path, _ := lookupEnv("PATH")
 		ex.Env = []string{"PATH=" + abs + ":" + path}
 	}
+	var sched burninReserver = ex
+	kx, err := f.kube.executor(lookupEnv, 4) // 4: burnin.Config's GPUs per node
+	if err != nil {
+		return 0, err
+	}
+	if kx != nil {
+		sched = kx
+	}
 	if f.reservation == "" {
 		f.reservation = "seam-burnin-" + f.module
 	}
@@ -206,16 +223,16 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 	}
 	if gate != nil {
 		defer gate.store.Close()
-		if err := burnin.Hold(ctx, gate.store, gate.auth, nodes, "burn-in under way (Slurm reservation "+f.reservation+")"); err != nil {
+		if err := burnin.Hold(ctx, gate.store, gate.auth, nodes, "burn-in under way ("+f.kube.name()+" reservation "+f.reservation+")"); err != nil {
 			return 0, err
 		}
 	}
-	if err := ex.Reserve(ctx, f.reservation, currentUser(), names); err != nil {
+	if err := sched.Reserve(ctx, f.reservation, currentUser(), names); err != nil {
 		return 0, err
 	}
 	defer func() {
-		if err := ex.Release(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintf(stderr, "sat burnin: %v (delete it by hand: scontrol delete ReservationName=%s)\n", err, f.reservation)
+		if err := sched.Release(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(stderr, "sat burnin: %v (end it by hand: %s)\n", err, f.kube.undo(f.reservation))
 		}
 	}()
 	fmt.Fprintf(stderr, "sat burnin: %d nodes of %s reserved (%s)\n", len(nodes), f.module, f.reservation)
@@ -228,7 +245,7 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 		defer closeSite()
 		cfg.Facility = fac
 	}
-	res, err := burnin.Run(ctx, nodes, ex, cfg)
+	res, err := burnin.Run(ctx, nodes, sched, cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,129 @@
+package satcmd
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/seamdc/seam/internal/burnin"
+	"github.com/seamdc/seam/internal/burnin/kubeexec"
+	"github.com/seamdc/seam/internal/cli"
+)
+
+// burninKubeFlags are sat burnin run's flags for Kubernetes.
+type burninKubeFlags struct {
+	scheduler, kubeconfig, namespace, image, gpuResource string
+	env                                                  []string
+}
+
+func (k *burninKubeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.scheduler, "scheduler", "slurm", "where the jobs run: slurm (a reservation, srun) or kubernetes (a taint, pods pinned to the nodes)")
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "with --scheduler kubernetes: the kubeconfig (default $KUBECONFIG, else the pod's service account)")
+	fs.StringVar(&k.namespace, "namespace", "", "with --scheduler kubernetes: the namespace of the burn-in's pods")
+	fs.StringVar(&k.image, "image", "", "with --scheduler kubernetes: the container image holding dcgmi, nvidia-smi and all_reduce_perf")
+	fs.StringVar(&k.gpuResource, "gpu-resource", "nvidia.com/gpu", "with --scheduler kubernetes: the resource each pod asks for its node's GPUs by (\"\" none)")
+	fs.Func("pod-env", "with --scheduler kubernetes: NAME=VALUE added to the pods' environment (repeat it)", func(v string) error {
+		if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+			return fmt.Errorf("want NAME=VALUE, got %q", v)
+		}
+		k.env = append(k.env, v)
+		return nil
+	})
+}
+
+// check says what is missing or misplaced among the flags.
+func (k *burninKubeFlags) check(f burninFlags) error {
+	switch k.scheduler {
+	case "slurm":
+		if k.kubeconfig != "" || k.namespace != "" || k.image != "" || len(k.env) > 0 {
+			return cli.Usagef("--kubeconfig, --namespace, --image and --pod-env are for --scheduler kubernetes")
+		}
+	case "kubernetes":
+		switch {
+		case k.namespace == "" || k.image == "":
+			return cli.Usagef("--scheduler kubernetes needs --namespace NS and --image IMAGE (the GPU tools' image)")
+		case f.slurmConf != "" || f.tools != "":
+			return cli.Usagef("--slurm-conf and --tools are for --scheduler slurm (on Kubernetes the tools are in --image)")
+		}
+	default:
+		return cli.Usagef("--scheduler %q: slurm or kubernetes", k.scheduler)
+	}
+	return nil
+}
+
+// burninReserver is a scheduler that holds the nodes for the burn-in
+// and runs its jobs.
+type burninReserver interface {
+	burnin.Executor
+	Reserve(ctx context.Context, name, user string, nodes []string) error
+	Release(ctx context.Context) error
+}
+
+// executor is the Kubernetes executor, or nil for Slurm.
+func (k *burninKubeFlags) executor(lookupEnv func(string) (string, bool), gpus int) (burninReserver, error) {
+	if k.scheduler != "kubernetes" {
+		return nil, nil
+	}
+	cfg, err := k.restConfig(lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 100, 600
+	cs, err := k8s.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	kx := &kubeexec.Kube{Client: cs, Namespace: k.namespace, Image: k.image}
+	for _, e := range k.env {
+		name, value, _ := strings.Cut(e, "=")
+		kx.Env = append(kx.Env, corev1.EnvVar{Name: name, Value: value})
+	}
+	if k.gpuResource != "" {
+		kx.Limits = corev1.ResourceList{corev1.ResourceName(k.gpuResource): *resource.NewQuantity(int64(gpus), resource.DecimalSI)}
+	}
+	return kx, nil
+}
+
+// undo says how to end a reservation by hand when its release failed.
+func (k *burninKubeFlags) undo(reservation string) string {
+	if k.scheduler == "kubernetes" {
+		return "kubectl taint nodes NODE… " + kubeexec.TaintKey + "=" + reservation + ":NoSchedule-"
+	}
+	return "scontrol delete ReservationName=" + reservation
+}
+
+// name is the scheduler's, for messages.
+func (k *burninKubeFlags) name() string {
+	if k.scheduler == "kubernetes" {
+		return "Kubernetes"
+	}
+	return "Slurm"
+}
+
+func (k *burninKubeFlags) restConfig(lookupEnv func(string) (string, bool)) (*rest.Config, error) {
+	path := k.kubeconfig
+	if path == "" {
+		path, _ = lookupEnv("KUBECONFIG")
+	}
+	if path != "" {
+		abs, _ := filepath.Abs(path)
+		cfg, err := clientcmd.BuildConfigFromFlags("", abs)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", abs, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--scheduler kubernetes: no --kubeconfig, no $KUBECONFIG and not in a pod (%w): give --kubeconfig FILE", err)
+	}
+	return cfg, nil
+}
