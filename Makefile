@@ -77,18 +77,21 @@ demo: build
 BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal/diff ./internal/sign \
 	./internal/probe ./internal/sim ./internal/sim/fleet ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
 	./internal/redfish ./internal/discover ./internal/topology ./internal/domains ./internal/drain ./internal/alarm \
-	./internal/lifecycle ./internal/burnin ./internal/headroom ./internal/drain/kubeha
+	./internal/lifecycle ./internal/burnin ./internal/headroom ./internal/drain/kubeha \
+	./internal/capping ./internal/capping/apply ./internal/liveview ./internal/comtrade ./internal/netbox ./internal/burnin/kubeexec
 # the served fleet (1,689 and 3,378 BMCs), discovery of 1,000 BMCs, a
 # drain of 10,080 nodes in a real slurmctld, facilityd's memory with
 # 100,224 nodes and the lifecycle store with 100,000 elements (both
 # engines) take from half a minute to minutes a run, a facilityd leader's
 # failover on Kubernetes 20 s a round, and a burn-in of 288 nodes
-# through 288 slurmds about six minutes: once each
-BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore|BenchmarkLeaderFailover|BenchmarkBurnin288ThroughSlurm)$$
+# through 288 slurmds about six minutes, caps applied to 1,000 served
+# BMCs (half a minute to serve them) and a rack burned in through a
+# kube-apiserver: once each
+BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore|BenchmarkLeaderFailover|BenchmarkBurnin288ThroughSlurm|BenchmarkApply1000|BenchmarkRackThroughKubernetes)$$
 bench: build
 	@mkdir -p $(OUT)
 	$(GO) test -run '^$$' -bench . -skip '$(BENCH_ONCE)' -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt
-	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/lifecycle ./internal/drain/kubeha ./internal/burnin | tee -a $(OUT)/bench.txt
+	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/lifecycle ./internal/drain/kubeha ./internal/burnin ./internal/capping/apply ./internal/burnin/kubeexec | tee -a $(OUT)/bench.txt
 	@# vet against the cue command seam links (built from hack/cue), compile
 	@# against vet, and the probe against the bare client, beside their goals
 	cd hack/cue && $(GO) build -o $(abspath $(OUT))/cue cuelang.org/go/cmd/cue
@@ -100,7 +103,7 @@ bench: build
 FUZZTIME ?= 1m
 FUZZ_TARGETS := ./internal/plan:FuzzDecode ./internal/evidence:FuzzJournal ./internal/evidence:FuzzSamples \
 	./internal/evidence:FuzzAudit ./internal/profile:FuzzRegisterCodec ./internal/profile:FuzzSNMPCodec \
-	./internal/compile:FuzzContractLoad
+	./internal/compile:FuzzContractLoad ./internal/comtrade:FuzzParse
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
 	  echo "== $$name in $$pkg for $(FUZZTIME)"; \
