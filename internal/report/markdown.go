@@ -40,6 +40,7 @@ func Markdown(w io.Writer, r *Run) error {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d |\n", level, module, g.Pass, g.Fail, g.Error, g.Aborted+g.Skipped)
 	}
 	writeNotPassed(&b, r)
+	writeCaptures(&b, r)
 	fmt.Fprintf(&b, "\n<sub>sat %s · plan `%s` · `sat report %s`</sub>\n", r.ToolVersion, short(r.PlanDigest), r.Dir)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -96,6 +97,19 @@ func writeNotPassed(b *strings.Builder, r *Run) {
 	b.WriteString("| case | verdict | check | measured | limit | detail |\n| --- | --- | --- | ---: | ---: | --- |\n")
 	b.WriteString(strings.Join(rows, "\n"))
 	b.WriteString("\n\n</details>\n")
+}
+
+// writeCaptures lists the analysers' captures and their verdicts.
+func writeCaptures(b *strings.Builder, r *Run) {
+	if len(r.Captures) == 0 {
+		return
+	}
+	b.WriteString("\n<details><summary>Waveform captures</summary>\n\n")
+	b.WriteString("| capture | case | mask | verdict | clock offset | detail |\n| --- | --- | --- | --- | ---: | --- |\n")
+	for _, c := range r.Captures {
+		fmt.Fprintf(b, "| `%s` | `%s` | %s on %s | %s | %+.3f s | %s |\n", c.File, c.Case, c.Mask, c.Channel, c.Verdict, c.OffsetS, mdEscape(c.Detail))
+	}
+	b.WriteString("\n</details>\n")
 }
 
 func mdEscape(s string) string {
