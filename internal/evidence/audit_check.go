@@ -38,9 +38,9 @@ func (a *auditor) checkSeals() {
 		rep.Uncovered = a.nonSeal
 	}
 	rep.state.runKeys = keys
-	rep.state.files = map[string]string{}
+	rep.state.files, rep.state.fileSeqs = map[string]string{}, map[string]int64{}
 	for n, f := range a.files {
-		rep.state.files[n] = f.digest
+		rep.state.files[n], rep.state.fileSeqs[n] = f.digest, f.seq
 	}
 	rep.state.lastSamples, rep.state.lastCP, rep.state.lastTime = a.lastCP.bytes, a.lastCP, a.lastTime
 	for _, seg := range a.segs {

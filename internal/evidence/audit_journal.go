@@ -429,4 +429,5 @@ type resumeState struct {
 	lastCP      cpEntry
 	lastTime    time.Time
 	files       map[string]string // the journal's last digest of each file
+	fileSeqs    map[string]int64  // the record of each file's last digest
 }

@@ -160,6 +160,35 @@ func TestCrashThenResume(t *testing.T) {
 	require.ErrorContains(t, err, "the run finished")
 }
 
+// A file recorded after the last checkpoint loses its record when a
+// resume cuts back to that checkpoint: the run must write it again, so
+// the resumed bundle does not hold a file its journal never recorded
+// (TestKillNineAtRandomMoments found it, once).
+func TestResumeForgetsFilesRecordedAfterTheCut(t *testing.T) {
+	c := clock.NewFake(t0)
+	dir := t.TempDir()
+	signer, _ := testSigner(t)
+	b := run(t, dir, c, false, signer)
+	require.NoError(t, b.Seal())
+	// recorded after the last seal: a signed bundle resumes after it
+	require.NoError(t, b.WriteFile(BindingFile, []byte("devices: {}\n")))
+
+	before, err := Audit(dir, AuditOptions{})
+	require.NoError(t, err)
+	_, ok := before.FileDigest(BindingFile)
+	require.True(t, ok, "the journal records the binding before the cut")
+	b2, st, err := Resume(dir, c, Options{Signer: SSHSigner(signer), By: "engineer"}, nil)
+	require.NoError(t, err)
+	_, ok = st.Report.FileDigest(BindingFile)
+	require.False(t, ok, "the binding's record is after the last seal, and the resume drops it")
+	require.NoError(t, b2.WriteFile(BindingFile, []byte("devices: {}\n")))
+	_, err = b2.Finish(Meta{ToolVersion: "test", Outcome: "passed"})
+	require.NoError(t, err)
+	rep, err := Verify(dir, nil)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), rep.Problems)
+}
+
 func TestCreateRefusesUsedDirectory(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "x"), nil, 0o644))

@@ -99,6 +99,13 @@ func Resume(dir string, c clock.Clock, opt Options, accept func(*State) error) (
 	if s := rep.state.sealed; s != nil {
 		cut = cutPoint{cp: s.cp, seq: s.cp.seq, offset: s.cp.offset, reseal: &s.data}
 	}
+	// a file recorded after the cut loses its record with it: the run
+	// must write it again (FileDigest no longer has it)
+	for n, seq := range rep.state.fileSeqs {
+		if seq > cut.seq {
+			delete(rep.state.files, n)
+		}
+	}
 	st := &State{Report: rep, RunStart: rep.state.runStart, Started: rep.state.started, Resumes: rep.state.resumes, LastTime: rep.state.lastTime}
 	st.DroppedRecords = rep.Records - int(cut.seq)
 	if cut.reseal != nil {
