@@ -57,8 +57,11 @@ func opsSite(tb testing.TB, n int) (*Contracts, *inventory.Graph) {
 	o.Floor.Rating.Canon = 25
 	o.SpareRule = &SpareRule{Min: 1, Per: 20}
 	racks := 16 * n
-	for pn, need := range map[string]int{"33-KW-POWER-SHELF": 8 * racks, "CF-PUMP-90": 6 * n, "CF-DRYFAN-1": 12 * n, "OSFP-800G-DR8": 64 * n} {
-		o.Spares = append(o.Spares, &Spare{PartNumber: pn, OnHand: o.SpareRule.Need(need)})
+	for _, s := range []struct {
+		pn   string
+		need int
+	}{{"33-KW-POWER-SHELF", 8 * racks}, {"CF-PUMP-90", 6 * n}, {"CF-DRYFAN-1", 12 * n}, {"OSFP-800G-DR8", 64 * n}} {
+		o.Spares = append(o.Spares, &Spare{PartNumber: s.pn, OnHand: o.SpareRule.Need(s.need)})
 	}
 	g, _ := inventory.Build(site, h)
 	return c, g

@@ -309,25 +309,7 @@ func whatIf(c *contract.Contracts, before contract.Budgets, adds []addition, std
 	}
 	after := limits(contract.Budget(c))
 	fmt.Fprintln(stdout, "WHAT IF: "+strings.Join(what, "; "))
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "limit\tunit lost\tbefore\tafter\tlimit\theadroom after\tstatus")
-	var broken []limit
-	for _, l := range after {
-		l.Before = was[l.What+"|"+l.Lost]
-		if l.After == l.Before && !l.broken() {
-			continue
-		}
-		st := "ok"
-		if l.broken() {
-			st = "BREAKS"
-			if l.Before > l.Limit+1e-9 {
-				st = "OVER already"
-			}
-			broken = append(broken, l)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.What, l.Lost, amount(l.Before, l.Unit), amount(l.After, l.Unit), amount(l.Limit, l.Unit), amount(l.Limit-l.After, l.Unit), st)
-	}
-	tw.Flush()
+	broken := whatIfTable(stdout, after, was)
 	if len(broken) == 0 {
 		fmt.Fprintln(stdout, "\nfits: no limit is broken, with every unit running or with one lost")
 		return cli.ExitOK
@@ -348,4 +330,30 @@ func amount(v float64, unit string) string {
 		return kw(v)
 	}
 	return thousands(v) + " " + unit
+}
+
+// whatIfTable prints every limit a what-if changed or breaks, before
+// and after, against what it was (was: by limit and unit lost), and
+// returns the broken ones.
+func whatIfTable(w io.Writer, after []limit, was map[string]float64) []limit {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "limit\tunit lost\tbefore\tafter\tlimit\theadroom after\tstatus")
+	var broken []limit
+	for _, l := range after {
+		l.Before = was[l.What+"|"+l.Lost]
+		if l.After == l.Before && !l.broken() {
+			continue
+		}
+		st := "ok"
+		if l.broken() {
+			st = "BREAKS"
+			if l.Before > l.Limit+1e-9 {
+				st = "OVER already"
+			}
+			broken = append(broken, l)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.What, l.Lost, amount(l.Before, l.Unit), amount(l.After, l.Unit), amount(l.Limit, l.Unit), amount(l.Limit-l.After, l.Unit), st)
+	}
+	tw.Flush()
+	return broken
 }

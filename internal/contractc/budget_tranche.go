@@ -348,25 +348,7 @@ func writeLandings(w io.Writer, before, after contract.Budgets, lds []*landed) i
 		all = append(all, ld.tieInLimits(after)...)
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "limit\tunit lost\tbefore\tafter\tlimit\theadroom after\tstatus")
-	var broken []limit
-	for _, l := range all {
-		l.Before = was[l.What+"|"+l.Lost]
-		if l.After == l.Before && !l.broken() {
-			continue
-		}
-		st := "ok"
-		if l.broken() {
-			st = "BREAKS"
-			if l.Before > l.Limit+1e-9 {
-				st = "OVER already"
-			}
-			broken = append(broken, l)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.What, l.Lost, amount(l.Before, l.Unit), amount(l.After, l.Unit), amount(l.Limit, l.Unit), amount(l.Limit-l.After, l.Unit), st)
-	}
-	tw.Flush()
+	broken := whatIfTable(w, all, was)
 	for _, ld := range lds {
 		if ld.energised == nil {
 			broken = append(broken, limit{What: "power tranches", Lost: "-"})

@@ -119,7 +119,11 @@ func (lf *LimitsFile) check() error {
 		if l.IntervalDays < 0 {
 			return fmt.Errorf("%s: interval_days %d: want a number of days above 0", where, l.IntervalDays)
 		}
-		for name, r := range map[string]*Range{"conductivity_us_cm": l.Conductivity, "ph": l.PH, "glycol_pct": l.Glycol, "particulates_mg_l": l.Particulates} {
+		for _, f := range []struct {
+			name string
+			r    *Range
+		}{{"conductivity_us_cm", l.Conductivity}, {"ph", l.PH}, {"glycol_pct", l.Glycol}, {"particulates_mg_l", l.Particulates}} {
+			name, r := f.name, f.r
 			if r != nil && r.Min != nil && r.Max != nil && *r.Min > *r.Max {
 				return fmt.Errorf("%s: %s: min %g is above max %g", where, name, *r.Min, *r.Max)
 			}
