@@ -238,6 +238,9 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 	log := stderrLog(stderr, f.verbose, f.logFormat)
 	raw, err := os.ReadFile(planPath)
 	if err != nil {
+		if f.resume != "" && planPath == evidence.PlanIn(f.resume) && errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%s holds no copy of its plan yet (the run stopped before writing it): give the plan, sat run PLAN --resume %s: %w", f.resume, f.resume, err)
+		}
 		return fail(stderr, "run", fs, err)
 	}
 	p, err := plan.Decode(raw)

@@ -574,3 +574,17 @@ func TestResumeCommand(t *testing.T) {
 		assert.Equal(t, tt.want, resumeCommand(tt.args, "ev"), "%q", tt.args)
 	}
 }
+
+// A bundle stopped before it wrote plan.json holds no plan: resuming it
+// without the plan file says to give it, rather than failing to open a
+// file the user never named.
+func TestResumeWithoutPlanSaysToGiveIt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ev")
+	b, err := evidence.Create(dir, clock.Real{}, evidence.Options{})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	code, _, stderr := sat(t, "run", "--resume", dir, "--sim")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, dir+" holds no copy of its plan yet")
+	assert.Contains(t, stderr, "sat run PLAN --resume "+dir)
+}
