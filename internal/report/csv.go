@@ -16,7 +16,9 @@ var csvHeader = []string{
 }
 
 // CSV writes one row per check (a case without checks gets one row with
-// the check columns empty).
+// the check columns empty), then one per waveform capture of the case:
+// kind "capture", the capture's file in the check column, its mask and
+// what it found (with the recorder's clock offset) in the detail.
 func CSV(w io.Writer, r *Run) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
@@ -35,6 +37,15 @@ func CSV(w io.Writer, r *Run) error {
 		for _, k := range c.Checks {
 			row := append(append([]string{}, head...), k.ID, k.Kind, k.Side, k.Channel, k.Unit,
 				csvNum(k.HasValue, k.Measured), csvNum(k.HasLimit, k.Limit), csvNum(k.HasValue, k.Margin), k.Verdict, k.Detail)
+			if err := cw.Write(append(row, tail...)); err != nil {
+				return err
+			}
+		}
+		for _, p := range r.Captures {
+			if p.Case != c.ID {
+				continue
+			}
+			row := append(append([]string{}, head...), p.File, "capture", "", p.Channel, p.Unit, "", "", "", p.Verdict, p.Mask+" mask: "+p.Detail)
 			if err := cw.Write(append(row, tail...)); err != nil {
 				return err
 			}

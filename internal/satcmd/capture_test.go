@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,12 @@ func TestAttachCapture(t *testing.T) {
 	assert.Contains(t, string(md), "| `"+voltageCase+"` | FAIL | | | | the ITIC mask fails on the capture attachments/pq2.cfg")
 	assert.Contains(t, string(md), "| `pq1.cfg` | `"+voltageCase+"` | ITIC on VAB | PASS | +1.300 s |")
 	assert.Contains(t, string(md), "| `pq2.cfg` | `"+voltageCase+"` | ITIC on VAB | FAIL |")
+	code, rout, rerr = sat(t, "report", dir, "--format", "csv", "--out", failDir)
+	require.Equal(t, 0, code, rout+rerr)
+	checks, err := os.ReadFile(filepath.Join(failDir, "checks.csv"))
+	require.NoError(t, err)
+	assert.Regexp(t, `,`+regexp.QuoteMeta(voltageCase)+`,FAIL,[^\n]*,pq1.cfg,capture,,VAB,V,,,,PASS,"ITIC mask: capture VAB ranged [^\n]*offset \+1.300 s"`, string(checks))
+	assert.Regexp(t, `,`+regexp.QuoteMeta(voltageCase)+`,FAIL,[^\n]*,pq2.cfg,capture,,VAB,V,,,,FAIL,"ITIC mask: capture VAB was below 70 % of nominal`, string(checks))
 	rep, err := evidence.Audit(dir, evidence.AuditOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{voltageCase}, rep.FailedByCapture)
