@@ -18,15 +18,15 @@ import (
 
 func runTopologyApply(args []string, stdout, stderr io.Writer) int {
 	const name = "topology apply"
-	fs := flag.NewFlagSet("DIR|--records FILE (--slurm-conf PATH | --slurm) [--dry-run] [--kubectl FILE | --kubernetes]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR|--records FILE (--slurm-conf PATH | --slurm) [--dry-run] [--kubectl FILE | --kubernetes [--kubeconfig F]]", flag.ContinueOnError)
 	slurmConf := fs.String("slurm-conf", "", "slurm.conf of the cluster (SLURM_CONF); topology.conf is beside it")
 	slurm := fs.Bool("slurm", false, "apply to the Slurm that scontrol reaches (SLURM_CONF from the environment)")
 	format := fs.String("format", topology.FormatSlurmTree, "what to write as topology.conf: slurm-tree or slurm-block")
 	dryRun := fs.Bool("dry-run", false, "show the difference against the live scheduler; change nothing")
 	force := fs.Bool("force", false, "replace a topology.conf seam did not write, or one edited by hand")
 	restart := fs.String("restart-cmd", "", "a command that starts slurmctld again, run when it stopped after a failed reconfigure (e.g. \"systemctl restart slurmctld\")")
-	kubectl := fs.String("kubectl", "", "Kubernetes: a saved kubectl get nodes -o json to show the label changes against (dry run)")
-	kube := fs.Bool("kubernetes", false, "Kubernetes: show the label changes against the live cluster (kubectl; dry run)")
+	kubectl := fs.String("kubectl", "", "Kubernetes: a saved kubectl get nodes -o json to show the label changes against (with --dry-run)")
+	kf := addKubeFlags(fs, "Kubernetes: apply seam's node labels to the live cluster (its API: --kubeconfig), server-side as "+topology.FieldManager)
 	verbose := fs.Bool("v", false, "log each step")
 	tf := addTopoFlags(fs)
 	pos, err := cli.Parse(fs, args)
@@ -35,9 +35,15 @@ func runTopologyApply(args []string, stdout, stderr io.Writer) int {
 		src, err = tf.source(pos)
 	}
 	toSlurm := *slurm || *slurmConf != ""
-	toKube := *kube || *kubectl != ""
+	toKube := *kf.live || *kubectl != ""
 	switch {
 	case err != nil:
+	case *kf.live && *kubectl != "":
+		err = cli.Usagef("--kubernetes applies to the live cluster: give it or --kubectl, not both")
+	case *kubectl != "" && !*dryRun:
+		err = cli.Usagef("--kubectl %s is a saved copy: it shows the changes (--dry-run); apply them to the cluster with --kubernetes", *kubectl)
+	case *kf.kubeconfig != "" && !*kf.live:
+		err = cli.Usagef("--kubeconfig is for --kubernetes")
 	case !toSlurm && !toKube:
 		err = cli.Usagef("apply to what? give --slurm-conf PATH (or --slurm), or --kubectl FILE / --kubernetes")
 	case *format != topology.FormatSlurmTree && *format != topology.FormatSlurmBlock:
@@ -83,26 +89,47 @@ func runTopologyApply(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if toKube {
-		var k scheduler.Scheduler = scheduler.Kubectl{}
-		if *kubectl != "" {
-			k = scheduler.KubeFile{Path: *kubectl}
+		var k topology.Labeler = savedNodes{scheduler.KubeFile{Path: *kubectl}}
+		if *kf.live {
+			if k, err = kf.nodes(); err != nil {
+				return fail(stderr, name, fs, err)
+			}
 		}
-		st, err := k.Read(ctx)
-		if err != nil {
-			return fail(stderr, name, fs, err)
-		}
-		plan := topology.PlanLabels(t, st, *tf.prefix, *tf.zone)
-		touched := map[string]bool{}
-		for _, c := range plan.Changes {
-			touched[c.Node] = true
-		}
-		fmt.Fprintf(stdout, "kubernetes: %d label change(s) on %d of %d node(s) (field manager %s)\n", len(plan.Changes), len(touched), len(st.Nodes), topology.FieldManager)
-		fmt.Fprint(stdout, plan.Format())
-		if !*dryRun {
-			fmt.Fprintf(stdout, "kubernetes: seam does not write labels yet: apply them with\n  contractc topology %s --format k8s -o nodes.yaml && kubectl apply --server-side --field-manager=%s --force-conflicts -f nodes.yaml\n", src, topology.FieldManager)
+		if !writeKubeApply(stdout, stderr, topology.ApplyLabels(ctx, t, k, *tf.prefix, *tf.zone, *dryRun)) {
+			code = cli.ExitTool
 		}
 	}
 	return code
+}
+
+// savedNodes is a saved kubectl get nodes -o json: read, never written
+// (the flags allow it only with --dry-run).
+type savedNodes struct{ scheduler.KubeFile }
+
+func (savedNodes) ApplyLabels(context.Context, string, map[string]map[string]string) error {
+	return errors.New("a saved kubectl get nodes is not a cluster: apply with --kubernetes")
+}
+
+// writeKubeApply reports an apply of the node labels and says whether it
+// succeeded.
+func writeKubeApply(stdout, stderr io.Writer, r *topology.KubeApplyResult) bool {
+	if r.Plan != nil {
+		touched := map[string]bool{}
+		for _, c := range r.Plan.Changes {
+			touched[c.Node] = true
+		}
+		fmt.Fprintf(stdout, "kubernetes: %d label change(s) on %d of %d node(s) (field manager %s)\n", len(r.Plan.Changes), len(touched), r.Nodes, topology.FieldManager)
+		fmt.Fprint(stdout, r.Plan.Format())
+	}
+	fmt.Fprintf(stdout, "kubernetes: %s\n", r.Result)
+	if len(r.Left) > 0 {
+		fmt.Fprintf(stdout, "kubernetes: %d label(s) under the prefix were set by another manager and stay: remove them by hand (kubectl label node NODE KEY-)\n", len(r.Left))
+	}
+	if r.Err != nil {
+		fmt.Fprintf(stderr, "contractc topology apply: kubernetes: %s: %v\n", r.Result, r.Err)
+		return false
+	}
+	return true
 }
 
 // writeApply reports an apply and says whether it succeeded.

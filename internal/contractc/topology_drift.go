@@ -18,13 +18,13 @@ import (
 
 func runTopologyDrift(args []string, stdout, stderr io.Writer) int {
 	const name = "topology drift"
-	fs := flag.NewFlagSet("DIR|--records FILE [--scontrol FILE] [--sinfo FILE] [--kubectl FILE] [--slurm] [--kubernetes] [--format text|json|markdown]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR|--records FILE [--scontrol FILE] [--sinfo FILE] [--kubectl FILE] [--slurm] [--kubernetes [--kubeconfig F]] [--format text|json|markdown]", flag.ContinueOnError)
 	scontrol := fs.String("scontrol", "", "a saved scontrol show topology")
 	sinfo := fs.String("sinfo", "", "a saved sinfo --json")
 	kubectl := fs.String("kubectl", "", "a saved kubectl get nodes -o json (--show-managed-fields tells hand-typed labels)")
 	slurm := fs.Bool("slurm", false, "read the live Slurm (scontrol show topology, sinfo --json)")
 	slurmConf := fs.String("slurm-conf", "", "with --slurm: slurm.conf (SLURM_CONF)")
-	kube := fs.Bool("kubernetes", false, "read the live Kubernetes (kubectl get nodes -o json)")
+	kf := addKubeFlags(fs, "read the live Kubernetes (its API: --kubeconfig)")
 	format := fs.String("format", "text", "report: "+strings.Join(topology.DriftFormats, ", "))
 	output := fs.String("o", "", "write the report to FILE (default: standard output)")
 	verbose := fs.Bool("v", false, "log the commands run")
@@ -38,12 +38,14 @@ func runTopologyDrift(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 	case !slices.Contains(topology.DriftFormats, *format):
 		err = cli.Usagef("--format %q: want one of %s", *format, strings.Join(topology.DriftFormats, ", "))
-	case *scontrol == "" && *sinfo == "" && *kubectl == "" && !*slurm && !*kube:
+	case *scontrol == "" && *sinfo == "" && *kubectl == "" && !*slurm && !*kf.live:
 		err = cli.Usagef("drift against what? give saved output (--scontrol, --sinfo, --kubectl) or --slurm / --kubernetes")
 	case *slurm && (*scontrol != "" || *sinfo != ""):
 		err = cli.Usagef("--slurm reads the live Slurm: give it or --scontrol/--sinfo, not both")
-	case *kube && *kubectl != "":
+	case *kf.live && *kubectl != "":
 		err = cli.Usagef("--kubernetes reads the live cluster: give it or --kubectl, not both")
+	case *kf.kubeconfig != "" && !*kf.live:
+		err = cli.Usagef("--kubeconfig is for --kubernetes")
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,8 +69,12 @@ func runTopologyDrift(args []string, stdout, stderr io.Writer) int {
 		slurmIn = scheduler.SlurmFiles{Topology: *scontrol, Sinfo: *sinfo}
 	}
 	switch {
-	case *kube:
-		kubeIn = scheduler.Kubectl{Command: scheduler.Command{Log: logger(stderr, *verbose)}}
+	case *kf.live:
+		n, err := kf.nodes()
+		if err != nil {
+			return fail(stderr, name, fs, err)
+		}
+		kubeIn = n
 	case *kubectl != "":
 		kubeIn = scheduler.KubeFile{Path: *kubectl}
 	}

@@ -11,11 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/seamdc/seam/internal/burnin"
 	"github.com/seamdc/seam/internal/burnin/kubeexec"
 	"github.com/seamdc/seam/internal/cli"
+	kube "github.com/seamdc/seam/internal/scheduler/kubernetes"
 )
 
 // burninKubeFlags are sat burnin run's flags for Kubernetes.
@@ -114,16 +114,7 @@ func (k *burninKubeFlags) restConfig(lookupEnv func(string) (string, bool)) (*re
 		path, _ = lookupEnv("KUBECONFIG")
 	}
 	if path != "" {
-		abs, _ := filepath.Abs(path)
-		cfg, err := clientcmd.BuildConfigFromFlags("", abs)
-		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s: %w", abs, err)
-		}
-		return cfg, nil
+		path, _ = filepath.Abs(path)
 	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("--scheduler kubernetes: no --kubeconfig, no $KUBECONFIG and not in a pod (%w): give --kubeconfig FILE", err)
-	}
-	return cfg, nil
+	return kube.RestConfig(path, "--kubeconfig")
 }

@@ -207,27 +207,6 @@ func (k KubeFile) Read(context.Context) (*State, error) {
 	return ParseKubeNodes(k.Path, b)
 }
 
-// Kubectl reads the live cluster through kubectl.
-type Kubectl struct {
-	Bin     string   // kubectl; "" finds it on PATH
-	Args    []string // e.g. --context, --kubeconfig
-	Command Command
-}
-
-// Read runs kubectl get nodes -o json --show-managed-fields.
-func (k Kubectl) Read(ctx context.Context) (*State, error) {
-	bin := k.Bin
-	if bin == "" {
-		bin = "kubectl"
-	}
-	args := append(append([]string{}, k.Args...), "get", "nodes", "-o", "json", "--show-managed-fields")
-	out, err := k.Command.run(ctx, nil, bin, args...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseKubeNodes("kubectl get nodes -o json", out)
-}
-
 // Managers are the field managers that set label key on the node: from
 // LabelManagers, else from the node's metadata.managedFields as read
 // (kept undecoded until asked: most drift checks never need them).

@@ -17,7 +17,6 @@ import (
 
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,18 +59,11 @@ type KubernetesConfig struct {
 
 // restConfig is the client configuration: the kubeconfig, or in-cluster.
 func (k *KubernetesConfig) restConfig(c *Config) (*rest.Config, error) {
+	path := ""
 	if k.Kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", c.Path(k.Kubeconfig))
-		if err != nil {
-			return nil, fmt.Errorf("scheduler.kubernetes.kubeconfig %s: %w", c.Path(k.Kubeconfig), err)
-		}
-		return cfg, nil
+		path = c.Path(k.Kubeconfig)
 	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("scheduler.kubernetes: no kubeconfig given and not in a pod (%w): give scheduler.kubernetes.kubeconfig", err)
-	}
-	return cfg, nil
+	return kube.RestConfig(path, "scheduler.kubernetes.kubeconfig")
 }
 
 func (k *KubernetesConfig) namespace() string {
