@@ -17,7 +17,8 @@ func TestTuneGC(t *testing.T) {
 	}{
 		{"defaults", nil, GCPercent, MemoryLimit},
 		{"GOGC wins", map[string]string{"GOGC": "50"}, 100, MemoryLimit},
-		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, GCPercent, 1 << 40},
+		{"GOMEMLIMIT wins, and the collector stays on", map[string]string{"GOMEMLIMIT": "off"}, GCPercentWithLimit, 1 << 40},
+		{"both win", map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}, 100, 1 << 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
