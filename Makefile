@@ -78,20 +78,20 @@ BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal
 	./internal/probe ./internal/sim ./internal/sim/fleet ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
 	./internal/redfish ./internal/discover ./internal/topology ./internal/domains ./internal/drain ./internal/alarm \
 	./internal/lifecycle ./internal/burnin ./internal/headroom ./internal/drain/kubeha \
-	./internal/capping ./internal/capping/apply ./internal/liveview ./internal/comtrade ./internal/netbox ./internal/burnin/kubeexec
+	./internal/capping ./internal/capping/apply ./internal/liveview ./internal/comtrade ./internal/netbox ./internal/burnin/kubeexec ./internal/scheduler/kubernetes
 # the served fleet (1,689 and 3,378 BMCs), discovery of 1,000 BMCs, a
 # drain of 10,080 nodes in a real slurmctld, facilityd's memory with
 # 100,224 nodes and the lifecycle store with 100,000 elements (both
 # engines) take from half a minute to minutes a run, a facilityd leader's
 # failover on Kubernetes 20 s a round, and a burn-in of 288 nodes
 # through 288 slurmds about six minutes, caps applied to 1,000 served
-# BMCs (half a minute to serve them) and a rack burned in through a
-# kube-apiserver: once each
-BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore|BenchmarkLeaderFailover|BenchmarkBurnin288ThroughSlurm|BenchmarkApply1000|BenchmarkRackThroughKubernetes)$$
+# BMCs (half a minute to serve them), a rack burned in through a
+# kube-apiserver and topology labels applied to 1,000 of its nodes: once each
+BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore|BenchmarkLeaderFailover|BenchmarkBurnin288ThroughSlurm|BenchmarkApply1000|BenchmarkRackThroughKubernetes|BenchmarkApplyLabels1000)$$
 bench: build
 	@mkdir -p $(OUT)
 	$(GO) test -run '^$$' -bench . -skip '$(BENCH_ONCE)' -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt
-	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/lifecycle ./internal/drain/kubeha ./internal/burnin ./internal/capping/apply ./internal/burnin/kubeexec | tee -a $(OUT)/bench.txt
+	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/lifecycle ./internal/drain/kubeha ./internal/burnin ./internal/capping/apply ./internal/burnin/kubeexec ./internal/scheduler/kubernetes | tee -a $(OUT)/bench.txt
 	@# vet against the cue command seam links (built from hack/cue), compile
 	@# against vet, and the probe against the bare client, beside their goals
 	cd hack/cue && $(GO) build -o $(abspath $(OUT))/cue cuelang.org/go/cmd/cue
