@@ -29,6 +29,35 @@ type Fence interface {
 	Token() (leader string, epoch int64, err error)
 }
 
+// parallel runs fn for each name on up to workers goroutines and returns
+// the names it failed for, in their order, with the first one's error.
+func parallel(names []string, workers int, fn func(name string) error) (bad []string, first error) {
+	failed := make([]error, len(names))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(names)) {
+		wg.Go(func() {
+			for i := range work {
+				failed[i] = fn(names[i])
+			}
+		})
+	}
+	for i := range names {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	for i, err := range failed {
+		if err != nil {
+			bad = append(bad, names[i])
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return bad, first
+}
+
 // ErrStale is a write refused because a newer leader has written the
 // node, or the node changed under it more often than it retried.
 var ErrStale = errors.New("refused: the node was written by a newer leader")
@@ -247,42 +276,17 @@ func (d *Drainer) each(ctx context.Context, op string, names []string, build fun
 			listed[list.Items[i].Name] = &list.Items[i]
 		}
 	}
-	work := make(chan string)
-	var mu sync.Mutex
-	failed := map[string]error{}
-	var wg sync.WaitGroup
-	for range min(workers, len(names)) {
-		wg.Go(func() {
-			for n := range work {
-				if err := d.patchNode(ctx, n, listed[n], build); err != nil {
-					mu.Lock()
-					failed[n] = err
-					mu.Unlock()
-					continue
-				}
-				if d.Patched != nil {
-					d.Patched(n)
-				}
-			}
-		})
-	}
-	for _, n := range names {
-		work <- n
-	}
-	close(work)
-	wg.Wait()
-	if len(failed) == 0 {
-		return nil
-	}
-	bad := make([]string, 0, len(failed))
-	var first error
-	for _, n := range names {
-		if err, ok := failed[n]; ok {
-			bad = append(bad, n)
-			if first == nil {
-				first = err
-			}
+	bad, first := parallel(names, workers, func(n string) error {
+		if err := d.patchNode(ctx, n, listed[n], build); err != nil {
+			return err
 		}
+		if d.Patched != nil {
+			d.Patched(n)
+		}
+		return nil
+	})
+	if len(bad) == 0 {
+		return nil
 	}
 	return fmt.Errorf("kubernetes: %s of %d node(s) failed on %d: %s: %w", op, len(names), len(bad), hostlist.Compress(bad), first)
 }

@@ -74,43 +74,19 @@ func (n *Nodes) ApplyLabels(ctx context.Context, manager string, labels map[stri
 	n.mu.Lock()
 	uids := n.uids
 	n.mu.Unlock()
-	names := sortedNames(labels)
-	failed := map[string]error{}
-	var mu sync.Mutex
-	work := make(chan string)
-	var wg sync.WaitGroup
 	workers := n.Workers
 	if workers <= 0 {
 		workers = 16
 	}
-	for range min(workers, len(names)) {
-		wg.Go(func() {
-			for name := range work {
-				if err := n.apply(ctx, manager, name, uids[name], labels[name]); err != nil {
-					mu.Lock()
-					failed[name] = err
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, name := range names {
-		work <- name
-	}
-	close(work)
-	wg.Wait()
-	if len(failed) == 0 {
-		return nil
-	}
-	var bad []string
-	var first error
-	for _, name := range names {
-		if err, ok := failed[name]; ok {
-			bad = append(bad, name)
-			if first == nil {
-				first = fmt.Errorf("node %s: %w", name, err)
-			}
+	names := sortedNames(labels)
+	bad, first := parallel(names, workers, func(name string) error {
+		if err := n.apply(ctx, manager, name, uids[name], labels[name]); err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
 		}
+		return nil
+	})
+	if len(bad) == 0 {
+		return nil
 	}
 	return fmt.Errorf("kubernetes: labelling %d of %d node(s) failed (%s): %w", len(bad), len(names), hostlist.Compress(bad), first)
 }
