@@ -11,9 +11,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/peer/kubetest"
@@ -123,4 +126,38 @@ func TestTopologyApplyKubernetes(t *testing.T) {
 	code, _, errs = run("apply", "--records", inv, "--kubectl", "nodes.json")
 	assert.Equal(t, cli.ExitTool, code)
 	assert.Contains(t, errs, "--kubectl nodes.json is a saved copy: it shows the changes (--dry-run); apply them to the cluster with --kubernetes")
+
+	// an identity that may list nodes but not patch them fails, naming
+	// the node (the old inventory moves one rack back, one node here);
+	// one that may not even list them writes nothing
+	_, err = e.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "node-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = e.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "carol-reads-nodes"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "node-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "carol"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	code, out, errs = run("apply", "--records", old, "--kubernetes", "--kubeconfig", userKubeconfig(t, e, "carol"))
+	assert.Equal(t, cli.ExitTool, code, out+errs)
+	assert.Contains(t, out, "kubernetes: failed\n")
+	assert.Contains(t, errs, `contractc topology apply: kubernetes: failed: kubernetes: labelling 1 of 1 node(s) failed (gpu-b-r02-n01): node gpu-b-r02-n01: nodes "gpu-b-r02-n01" is forbidden: User "carol" cannot patch resource "nodes"`)
+	assert.Equal(t, "mb", labels("gpu-b-r02-n01")["topology.seam.io/module"], "nothing written")
+	code, out, errs = run("apply", "--records", old, "--kubernetes", "--kubeconfig", userKubeconfig(t, e, "dave"))
+	assert.Equal(t, cli.ExitTool, code, out+errs)
+	assert.Contains(t, out, "kubernetes: refused\n")
+	assert.Contains(t, errs, "kubernetes: listing nodes: nodes is forbidden: User \"dave\" cannot list resource \"nodes\"")
+}
+
+// userKubeconfig writes a kubeconfig for a user of the API server with
+// no rights beyond what RBAC grants it.
+func userKubeconfig(t *testing.T, e *kubetest.Env, name string) string {
+	cfg := e.User(t, name)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: name}
+	kc.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
 }

@@ -31,6 +31,7 @@ const (
 	ResultRefused        = "refused"
 	ResultRolledBack     = "rolled-back"
 	ResultRollbackFailed = "rollback-failed"
+	ResultFailed         = "failed" // Kubernetes: some nodes may be written; the error names the rest
 )
 
 // ApplyOptions shape an apply.

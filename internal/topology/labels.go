@@ -108,9 +108,12 @@ type Labeler interface {
 
 // KubeApplyResult is what an apply of seam's labels did.
 type KubeApplyResult struct {
-	Plan   *LabelPlan // the changes found before applying
-	Nodes  int        // nodes Kubernetes has
-	Result string     // ResultDryRun, ResultUnchanged, ResultApplied or ResultRefused
+	Plan  *LabelPlan // the changes found before applying
+	Nodes int        // nodes Kubernetes has
+	// Result is ResultDryRun, ResultUnchanged, ResultApplied,
+	// ResultRefused (the nodes could not be read: nothing written) or
+	// ResultFailed (a write, or the read back, failed).
+	Result string
 	// Left are the changes still to make after the apply: labels under
 	// the prefix that another manager set (server-side apply leaves them).
 	Left []LabelChange
@@ -157,6 +160,7 @@ func ApplyLabels(ctx context.Context, t *Topology, k Labeler, prefix string, zon
 			want[n.Kubernetes] = Labels(n, prefix, zone)
 		}
 	}
+	res.Result = ResultFailed
 	if err := k.ApplyLabels(ctx, FieldManager, want); err != nil {
 		res.Err = err
 		return res
