@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -76,7 +79,10 @@ func TestTopologyApplyKubernetes(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	inv, old := records(t, false), records(t, true)
-	kc := []string{"--kubernetes", "--kubeconfig", e.Kubeconfig}
+	// as an operator in the group deploy/kubernetes/topology/rbac.yaml binds
+	applyYAML(t, e, "../../deploy/kubernetes/topology/rbac.yaml")
+	kc := []string{"--kubernetes", "--kubeconfig", userKubeconfig(t, e, "erin", "seam-topology")}
+	waitCanList(t, kc[2])
 
 	code, out, errs := run(append([]string{"apply", "--records", old, "--dry-run"}, kc...)...)
 	require.Equal(t, cli.ExitOK, code, out+errs)
@@ -137,7 +143,9 @@ func TestTopologyApplyKubernetes(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "node-reader"},
 		Subjects: []rbacv1.Subject{{Kind: "User", Name: "carol"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	code, out, errs = run("apply", "--records", old, "--kubernetes", "--kubeconfig", userKubeconfig(t, e, "carol"))
+	carol := userKubeconfig(t, e, "carol")
+	waitCanList(t, carol)
+	code, out, errs = run("apply", "--records", old, "--kubernetes", "--kubeconfig", carol)
 	assert.Equal(t, cli.ExitTool, code, out+errs)
 	assert.Contains(t, out, "kubernetes: failed\n")
 	assert.Contains(t, errs, `contractc topology apply: kubernetes: failed: kubernetes: labelling 1 of 1 node(s) failed (gpu-b-r02-n01): node gpu-b-r02-n01: nodes "gpu-b-r02-n01" is forbidden: User "carol" cannot patch resource "nodes"`)
@@ -148,10 +156,10 @@ func TestTopologyApplyKubernetes(t *testing.T) {
 	assert.Contains(t, errs, "kubernetes: listing nodes: nodes is forbidden: User \"dave\" cannot list resource \"nodes\"")
 }
 
-// userKubeconfig writes a kubeconfig for a user of the API server with
-// no rights beyond what RBAC grants it.
-func userKubeconfig(t *testing.T, e *kubetest.Env, name string) string {
-	cfg := e.User(t, name)
+// userKubeconfig writes a kubeconfig for a user of the API server, in
+// groups, with no rights beyond what RBAC grants it.
+func userKubeconfig(t *testing.T, e *kubetest.Env, name string, groups ...string) string {
+	cfg := e.User(t, name, groups...)
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
@@ -160,4 +168,45 @@ func userKubeconfig(t *testing.T, e *kubetest.Env, name string) string {
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")
 	require.NoError(t, clientcmd.WriteToFile(*kc, path))
 	return path
+}
+
+// applyYAML creates the RBAC objects of a manifest.
+func applyYAML(t *testing.T, e *kubetest.Env, path string) {
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		require.NoError(t, err, string(doc))
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRole:
+			_, err = e.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = e.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("%s: unexpected %T", path, obj)
+		}
+		require.NoError(t, err)
+	}
+}
+
+// waitCanList waits until the kubeconfig's user may list nodes: the API
+// server's authorizer sees a new binding through its cache.
+func waitCanList(t *testing.T, kubeconfig string) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	cs, err := k8s.NewForConfig(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		_, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s may not list nodes: %v", kubeconfig, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
