@@ -18,7 +18,7 @@ import (
 
 func runTopologyApply(args []string, stdout, stderr io.Writer) int {
 	const name = "topology apply"
-	fs := flag.NewFlagSet("DIR|--records FILE (--slurm-conf PATH | --slurm) [--dry-run] [--kubectl FILE | --kubernetes [--kubeconfig F]]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR|--records FILE (--slurm-conf PATH | --slurm | --kubernetes [--kubeconfig F] | --kubectl FILE --dry-run) [--dry-run]", flag.ContinueOnError)
 	slurmConf := fs.String("slurm-conf", "", "slurm.conf of the cluster (SLURM_CONF); topology.conf is beside it")
 	slurm := fs.Bool("slurm", false, "apply to the Slurm that scontrol reaches (SLURM_CONF from the environment)")
 	format := fs.String("format", topology.FormatSlurmTree, "what to write as topology.conf: slurm-tree or slurm-block")
