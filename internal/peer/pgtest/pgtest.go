@@ -12,6 +12,7 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -275,9 +276,48 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 	if sig == syscall.SIGKILL {
 		// its backends are in its process group; the postmaster's lock
-		// file stays, as after a crash, and postgres recovers on start
+		// file stays, as after a crash, and postgres recovers on start.
+		// A backend still exiting holds the shared memory segment, and a
+		// postgres started then refuses to ("pre-existing shared memory
+		// block … is still in use"): wait until the group is gone.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		for live := liveInGroup(pid); len(live) > 0; live = liveInGroup(pid) {
+			if time.Now().After(deadline) {
+				s.t.Fatalf("postgres's processes %v were still running 30s after SIGKILL", live)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
+}
+
+// liveInGroup lists the processes of process group pgid that have not
+// exited (zombies have: they hold no memory).
+func liveInGroup(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var live []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid pgrp …: comm may hold spaces and parentheses
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			live = append(live, pid)
+		}
+	}
+	return live
 }
 
 // Restart starts the server again on the same port and data directory,

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -77,4 +78,24 @@ func TestPackageListed(t *testing.T) {
 		}
 	}
 	assert.True(t, found, ".ci/packages lists %s", Package)
+}
+
+// liveInGroup sees every process of a group until it has exited, the
+// wait a Kill needs before postgres can start on the same data again.
+func TestLiveInGroup(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 60 & sleep 60 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(30 * time.Second)
+	for len(liveInGroup(pid)) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Len(t, liveInGroup(pid), 3, "sh and its two sleeps")
+	require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
+	_ = cmd.Wait()
+	for len(liveInGroup(pid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Empty(t, liveInGroup(pid))
 }
