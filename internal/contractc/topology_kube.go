@@ -2,11 +2,7 @@ package contractc
 
 import (
 	"flag"
-	"fmt"
 	"os"
-	"path/filepath"
-
-	k8s "k8s.io/client-go/kubernetes"
 
 	kube "github.com/seamdc/seam/internal/scheduler/kubernetes"
 )
@@ -26,23 +22,10 @@ func addKubeFlags(fs *flag.FlagSet, live string) kubeFlags {
 
 // nodes is the live cluster's nodes, through the Kubernetes API.
 func (k kubeFlags) nodes() (*kube.Nodes, error) {
-	path := *k.kubeconfig
-	if path == "" {
-		path = os.Getenv("KUBECONFIG")
-	}
-	if path != "" {
-		path, _ = filepath.Abs(path)
-	}
-	cfg, err := kube.RestConfig(path, "--kubeconfig")
+	// labelling a 10,000-node site is 10,000 applies
+	cs, err := kube.Client(*k.kubeconfig, os.LookupEnv, 100, 200)
 	if err != nil {
 		return nil, err
-	}
-	// labelling a 10,000-node site is 10,000 applies: client-go's own
-	// 5 requests a second would take half an hour
-	cfg.QPS, cfg.Burst = 100, 200
-	cs, err := k8s.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return &kube.Nodes{Client: cs}, nil
 }

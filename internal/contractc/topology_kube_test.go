@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	k8s "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -80,7 +79,7 @@ func TestTopologyApplyKubernetes(t *testing.T) {
 	}
 	inv, old := records(t, false), records(t, true)
 	// as an operator in the group deploy/kubernetes/topology/rbac.yaml binds
-	applyYAML(t, e, "../../deploy/kubernetes/topology/rbac.yaml")
+	e.Apply(t, "../../deploy/kubernetes/topology/rbac.yaml")
 	kc := []string{"--kubernetes", "--kubeconfig", userKubeconfig(t, e, "erin", "seam-topology")}
 	waitCanList(t, kc[2])
 
@@ -168,26 +167,6 @@ func userKubeconfig(t *testing.T, e *kubetest.Env, name string, groups ...string
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")
 	require.NoError(t, clientcmd.WriteToFile(*kc, path))
 	return path
-}
-
-// applyYAML creates the RBAC objects of a manifest.
-func applyYAML(t *testing.T, e *kubetest.Env, path string) {
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	ctx := context.Background()
-	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		require.NoError(t, err, string(doc))
-		switch o := obj.(type) {
-		case *rbacv1.ClusterRole:
-			_, err = e.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = e.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		default:
-			t.Fatalf("%s: unexpected %T", path, obj)
-		}
-		require.NoError(t, err)
-	}
 }
 
 // waitCanList waits until the kubeconfig's user may list nodes: the API

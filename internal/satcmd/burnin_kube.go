@@ -4,13 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	k8s "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/seamdc/seam/internal/burnin"
 	"github.com/seamdc/seam/internal/burnin/kubeexec"
@@ -72,14 +69,10 @@ func (k *burninKubeFlags) executor(lookupEnv func(string) (string, bool), gpus i
 	if k.scheduler != "kubernetes" {
 		return nil, nil
 	}
-	cfg, err := k.restConfig(lookupEnv)
+	// a module's 288 nodes tainted within one burst
+	cs, err := kube.Client(k.kubeconfig, lookupEnv, 100, 600)
 	if err != nil {
 		return nil, err
-	}
-	cfg.QPS, cfg.Burst = 100, 600
-	cs, err := k8s.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	kx := &kubeexec.Kube{Client: cs, Namespace: k.namespace, Image: k.image}
 	for _, e := range k.env {
@@ -106,15 +99,4 @@ func (k *burninKubeFlags) name() string {
 		return "Kubernetes"
 	}
 	return "Slurm"
-}
-
-func (k *burninKubeFlags) restConfig(lookupEnv func(string) (string, bool)) (*rest.Config, error) {
-	path := k.kubeconfig
-	if path == "" {
-		path, _ = lookupEnv("KUBECONFIG")
-	}
-	if path != "" {
-		path, _ = filepath.Abs(path)
-	}
-	return kube.RestConfig(path, "--kubeconfig")
 }

@@ -11,6 +11,7 @@
 package kubetest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -21,8 +22,10 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -140,6 +143,42 @@ func (e *Env) CreateNodes(tb testing.TB, names ...string) {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}
 		if _, err := e.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			tb.Fatalf("creating node %s: %v", n, err)
+		}
+	}
+}
+
+// Apply creates the objects of a manifest (documents split by ---):
+// namespaces and RBAC, what seam's deploy/kubernetes files hold. RBAC
+// reaches the authorizer through its cache: a test waits for a right
+// before counting on it.
+func (e *Env) Apply(tb testing.TB, path string) {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, doc := range bytes.Split(raw, []byte("\n---\n")) {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			tb.Fatalf("%s: document %d: %v", path, i+1, err)
+		}
+		switch o := obj.(type) {
+		case *corev1.Namespace:
+			_, err = e.Client.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = e.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = e.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = e.Client.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = e.Client.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			tb.Fatalf("%s: document %d: a %T, which Apply does not create", path, i+1, obj)
+		}
+		if err != nil {
+			tb.Fatalf("%s: document %d: %v", path, i+1, err)
 		}
 	}
 }
