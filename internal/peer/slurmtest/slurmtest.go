@@ -11,6 +11,7 @@
 package slurmtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,6 +67,10 @@ func Start(t testing.TB, cfg Config) *Cluster {
 		c.bin[p] = peer.Need(t, p)
 	}
 	c.Conf = filepath.Join(c.Dir, "slurm.conf")
+	// a job's steps outlive slurmd (slurmstepd runs in a session of its
+	// own) and a test's `sleep 3600` would run on after it: once the
+	// daemons are stopped (cleanups run last first), kill what is left
+	t.Cleanup(func() { killJobs(c.Conf) })
 	for _, d := range []string{"state", "spool", "run"} {
 		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -266,4 +272,37 @@ func (c *Cluster) Must(prog string, args ...string) string {
 // Slurm is the scheduler backend for the cluster.
 func (c *Cluster) Slurm() *scheduler.Slurm {
 	return &scheduler.Slurm{Conf: c.Conf, Bin: filepath.Dir(c.bin["scontrol"])}
+}
+
+// killJobs kills the job steps and scripts of a cluster whose daemons
+// are gone.
+func killJobs(conf string) {
+	for _, pid := range jobProcesses(conf) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// jobProcesses are the processes (other than this one) whose
+// environment names conf as their SLURM_CONF.
+func jobProcesses(conf string) []int {
+	want := []byte("SLURM_CONF=" + conf)
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
 }
