@@ -94,8 +94,8 @@ func TestDesignPUE(t *testing.T) {
 
 func TestSpareRuleRoundsUp(t *testing.T) {
 	r := SpareRule{Min: 1, Per: 20}
-	for installed, want := range map[int]int{0: 0, 1: 1, 20: 1, 21: 2, 384: 20} {
-		assert.Equal(t, want, r.Need(installed), "%d installed", installed)
+	for _, tt := range []struct{ installed, want int }{{0, 0}, {1, 1}, {20, 1}, {21, 2}, {384, 20}} {
+		assert.Equal(t, tt.want, r.Need(tt.installed), "%d installed", tt.installed)
 	}
 }
 

@@ -7,11 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"text/tabwriter"
-	"time"
 
 	"github.com/seamdc/seam/internal/capping"
 	"github.com/seamdc/seam/internal/capping/apply"
@@ -47,10 +45,8 @@ refused, failed or drifted; 1 the tool failed.`
 
 type capFlags struct {
 	site, evidence, format string
-	parallel, perBMC       int
-	timeout                time.Duration
 	keys                   keyFlags
-	verbose                bool
+	bmc                    bmcFlags
 }
 
 func runCap(args []string, stdout, stderr io.Writer) int {
@@ -73,12 +69,9 @@ func runCapEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 	fs.StringVar(&f.site, "site", "", "the site binding directory, with its bmcs section (required)")
 	fs.StringVar(&f.evidence, "evidence", "", "the evidence bundle to write (a new directory; required for apply and clear)")
 	fs.StringVar(&f.format, "format", "text", "output: text or json")
-	fs.IntVar(&f.parallel, "parallel", 0, "BMCs at once (default: the binding's, else 64)")
-	fs.IntVar(&f.perBMC, "per-bmc", 0, "requests in flight to one BMC, 1 or 2 (default: the binding's)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "how long one request may take (default: the binding's)")
+	f.bmc.add(fs, "BMCs at once", "log each BMC to stderr")
 	fs.StringVar(&f.keys.key, "sign-key", "", "sign the evidence with this SSH key (a private key, or a public key whose private key ssh-agent holds)")
 	fs.StringVar(&f.keys.passEnv, "passphrase-env", "", "the environment variable holding the signing key's passphrase")
-	fs.BoolVar(&f.verbose, "v", false, "log each BMC to stderr")
 	pos, err := cli.Parse(fs, args[1:])
 	switch {
 	case err != nil:
@@ -90,8 +83,8 @@ func runCapEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 		err = cli.Usagef("--evidence DIR is required: every cap written is recorded")
 	case f.format != "text" && f.format != "json":
 		err = cli.Usagef("unknown format %q (want text or json)", f.format)
-	case f.perBMC < 0 || f.perBMC > 2:
-		err = cli.Usagef("--per-bmc must be 1 or 2, got %d", f.perBMC)
+	default:
+		err = f.bmc.check()
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -129,20 +122,7 @@ func capRun(ctx context.Context, op apply.Op, capsPath string, f capFlags, stdou
 	if err != nil {
 		return nil, err
 	}
-	if f.parallel > 0 {
-		opt.Parallel = f.parallel
-	}
-	if f.perBMC > 0 {
-		opt.PerBMC = f.perBMC
-	}
-	if f.timeout > 0 {
-		opt.Timeout = f.timeout
-	}
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelDebug
-	}
-	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	f.bmc.apply(&opt.Access, stderr)
 	results := apply.Run(ctx, op, targets, opt)
 	if op != apply.Read {
 		sg, by, err := capSigner(f.keys, lookupEnv)

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -51,9 +50,7 @@ type discoverFlags struct {
 	site, contracts, format, event string
 	inventories                    []string
 	racks                          string
-	parallel, perBMC               int
-	timeout                        time.Duration
-	verbose                        bool
+	bmc                            bmcFlags
 }
 
 type multiFlag []string
@@ -75,10 +72,7 @@ func runDiscoverEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 	fs.StringVar(&f.racks, "racks", "", "only these racks, comma-separated (ma/r01 or a-r01)")
 	fs.StringVar(&f.format, "format", "text", "output format: text or json")
 	fs.StringVar(&f.event, "event", "", "also write the lifecycle store's reconcile event to this file")
-	fs.IntVar(&f.parallel, "parallel", 0, "BMCs walked at once (default: the binding's, else 64)")
-	fs.IntVar(&f.perBMC, "per-bmc", 0, "requests in flight to one BMC, 1 or 2 (default: the binding's, else 1)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "how long one request may take (default: the binding's, else 10s)")
-	fs.BoolVar(&f.verbose, "v", false, "log each BMC's walk to stderr")
+	f.bmc.add(fs, "BMCs walked at once", "log each BMC's walk to stderr")
 	pos, err := cli.Parse(fs, args)
 	f.inventories = inv
 	switch {
@@ -89,9 +83,9 @@ func runDiscoverEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 		err = cli.Usagef("--site is required")
 	case f.format != "text" && f.format != "json":
 		err = cli.Usagef("unknown format %q (want text or json)", f.format)
-	case f.perBMC < 0 || f.perBMC > 2:
-		err = cli.Usagef("--per-bmc must be 1 or 2, got %d", f.perBMC)
-	case f.parallel < 0:
+	case f.bmc.check() != nil:
+		err = f.bmc.check()
+	case f.bmc.parallel < 0:
 		err = cli.Usagef("--parallel must be positive")
 	}
 	if err != nil {
@@ -178,20 +172,7 @@ func discoverSite(ctx context.Context, f discoverFlags, stderr io.Writer, lookup
 		d = d.Only(racks...)
 		targets = onlyRacks(targets, racks, names)
 	}
-	if f.parallel > 0 {
-		opt.Parallel = f.parallel
-	}
-	if f.perBMC > 0 {
-		opt.PerBMC = f.perBMC
-	}
-	if f.timeout > 0 {
-		opt.Timeout = f.timeout
-	}
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelDebug
-	}
-	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	f.bmc.apply(&opt, stderr)
 	return discover.Run(ctx, site, d, targets, opt), nil
 }
 
