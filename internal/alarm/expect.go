@@ -39,9 +39,6 @@ func NewDeadlines(exps []Expectation, active func(Type, Domain) bool, sink func(
 	return &Deadlines{Sink: sink, Active: active, exps: exps, started: make([]time.Time, len(exps)), late: make([]bool, len(exps))}
 }
 
-// Expectations lists what is watched.
-func (d *Deadlines) Expectations() []Expectation { return append([]Expectation(nil), d.exps...) }
-
 // Observe follows the stream's events.
 func (d *Deadlines) Observe(ev Event) {
 	if ev.Change == Seen {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/seamdc/seam/internal/alarm"
 	"github.com/seamdc/seam/internal/alarm/amtest"
+	"github.com/seamdc/seam/internal/clock"
 )
 
 type sink struct {
@@ -172,7 +174,11 @@ func TestWebhook(t *testing.T) {
 func TestAlertmanagerDelivers(t *testing.T) {
 	s := &sink{}
 	w := newWebhook(t, s)
-	srv := httptest.NewServer(w)
+	var deliveries atomic.Int64 // requests the webhook has answered
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.ServeHTTP(rw, r)
+		deliveries.Add(1)
+	}))
 	defer srv.Close()
 	am := amtest.StartAlertmanager(t, fmt.Sprintf(`route:
   receiver: facilityd
@@ -188,20 +194,27 @@ receivers:
 `, srv.URL))
 	am.Post(t, amtest.Alert{Labels: map[string]string{"alertname": "SeamCoolingRedundancyLost", "seam_alarm": "cooling_redundancy_lost", "domain": "cooling_loop=l2"},
 		Annotations: map[string]string{"summary": "l2 lost a pump"}})
-	require.Eventually(t, func() bool { got, _, _ := s.snapshot(); return len(got) == 1 }, 20*time.Second, 50*time.Millisecond)
-	time.Sleep(5 * time.Second) // two repeat intervals: the group is resent
+	require.Eventually(t, func() bool { got, _, _ := s.snapshot(); return len(got) == 1 }, 20*time.Second, 50*time.Millisecond,
+		"Alertmanager delivered no alert to the webhook within 20 s")
+	// the group resent after its repeat interval (2 s), and answered
+	require.Eventually(t, func() bool { return deliveries.Load() >= 2 }, 10*time.Second, 20*time.Millisecond,
+		"Alertmanager did not resend the group within 10 s (repeat_interval 2s)")
 	got, _, _ := s.snapshot()
 	require.Len(t, got, 1, "a resent group is not taken twice")
 	assert.Equal(t, "cooling_loop=l2", got[0].Domain.String())
 	assert.Len(t, got[0].Source, 16, "Alertmanager's fingerprint")
 
-	sil := &alarm.Silences{URL: am.URL, Cache: time.Millisecond}
+	clk := clock.NewFake(time.Now())
+	sil := &alarm.Silences{URL: am.URL, Cache: time.Second, Now: clk.Now}
 	l2 := got[0].Domain
 	m, err := sil.Matching(context.Background(), alarm.CoolingRedundancyLost, l2)
 	require.NoError(t, err)
 	assert.Nil(t, m)
 	id := am.Silence(t, map[string]string{"domain": "cooling_loop=l2"}, time.Hour, "alice", "SAT of l2 running")
-	time.Sleep(5 * time.Millisecond)
+	m, err = sil.Matching(context.Background(), alarm.CoolingRedundancyLost, l2)
+	require.NoError(t, err)
+	assert.Nil(t, m, "answered from the cache, not yet a second old")
+	clk.Advance(time.Second)
 	m, err = sil.Matching(context.Background(), alarm.CoolingRedundancyLost, l2)
 	require.NoError(t, err)
 	require.NotNil(t, m)

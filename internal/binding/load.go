@@ -34,9 +34,6 @@ channels: [string]: seambinding.#Channel
 loadbanks: [seambinding.#Name]: seambinding.#LoadBank
 `
 
-// Schema returns the embedded CUE schema of bindings.
-func Schema() []byte { return append([]byte(nil), schemaCUE...) }
-
 // Load reads a binding directory and the profiles it names. The
 // contract directory it names (contracts:) is recorded, not read: the
 // device layer does not know the contract model. LoadWith checks the

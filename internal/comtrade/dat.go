@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Capture is a record: its configuration and its samples.
@@ -46,11 +45,6 @@ func (c *Capture) SampleRate() float64 {
 		}
 	}
 	return hz
-}
-
-// At is the absolute time of sample i, as the recorder's clock read it.
-func (c *Capture) At(i int) time.Time {
-	return c.Start.Add(time.Duration(math.Round(c.Time[i] * 1e9)))
 }
 
 // TriggerOffset is the trigger's time in seconds after Start.

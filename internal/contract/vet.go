@@ -262,11 +262,3 @@ func Check(c *Contracts) diag.List {
 	checkOperating(c, g, &diags)
 	return diags
 }
-
-// where names a position for a message: "file:line".
-func where(p diag.Pos) string {
-	if !p.IsValid() {
-		return "?"
-	}
-	return fmt.Sprintf("%s:%d", p.File, p.Line)
-}

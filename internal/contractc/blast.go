@@ -16,6 +16,7 @@ import (
 	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/inventory"
+	"github.com/seamdc/seam/internal/topology/hostlist"
 )
 
 func init() {
@@ -244,5 +245,5 @@ func nodeNames(nodes []inventory.StoppedNode) []string {
 	if len(names) == 0 {
 		return nil
 	}
-	return []string{hostlist(names)}
+	return []string{hostlist.Compress(names)}
 }

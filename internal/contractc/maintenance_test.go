@@ -2,6 +2,7 @@ package contractc
 
 import (
 	"bytes"
+	"cmp"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestMaintenanceApplySlurm(t *testing.T) {
 		return code, out.String() + errb.String()
 	}
 	job := strings.TrimSpace(s.Must("sbatch", "--parsable", "--output=/dev/null", "-w", "gpu-b-r01-n01", "--time=UNLIMITED", "--wrap", "sleep 3600"))
-	waitRunning(t, s, job)
+	waitJob(t, s, job, "RUNNING")
 	code, out := apply()
 	require.Equal(t, cli.ExitFindings, code, out)
 	assert.Contains(t, out, "seam-l2-cdu-service: created (window l2-cdu-service)\n")
@@ -51,26 +52,29 @@ func TestMaintenanceApplySlurm(t *testing.T) {
 	assert.Contains(t, s.Must("scontrol", "show", "reservation"), "ReservationName=seam-l2-cdu-service")
 
 	s.Must("scancel", job)
-	for range 300 {
-		if strings.TrimSpace(s.Must("squeue", "-h", "-j", job, "-o", "%T")) == "" {
-			break
-		}
-		sleep()
-	}
+	waitJob(t, s, job, "")
 	code, out = apply()
 	require.Equal(t, cli.ExitOK, code, out)
 	assert.Contains(t, out, "seam-l2-cdu-service: unchanged")
 }
 
-func waitRunning(t *testing.T, s *slurmtest.Cluster, job string) {
+// waitJob waits, a minute at most, until squeue shows job in state ("":
+// gone from the queue), asking every 200 ms.
+func waitJob(t *testing.T, s *slurmtest.Cluster, job, state string) {
 	t.Helper()
-	for range 300 {
-		if strings.TrimSpace(s.Must("squeue", "-h", "-j", job, "-o", "%T")) == "RUNNING" {
+	const within = time.Minute
+	deadline := time.After(within)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got := strings.TrimSpace(s.Must("squeue", "-h", "-j", job, "-o", "%T"))
+		if got == state {
 			return
 		}
-		sleep()
+		select {
+		case <-deadline:
+			t.Fatalf("job %s is still %q %s on: want %s", job, got, within, cmp.Or(state, "it gone from the queue"))
+		case <-tick.C:
+		}
 	}
-	t.Fatalf("job %s does not run", job)
 }
-
-func sleep() { time.Sleep(200 * time.Millisecond) }

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/inventory"
+	"github.com/seamdc/seam/internal/topology/hostlist"
 )
 
 func init() {
@@ -100,65 +100,7 @@ func writeNodeGroups(w io.Writer, ng nodeGroups) error {
 		for i, n := range gr.Nodes {
 			names[i] = cmp.Or(n.Slurm, n.Key)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", gr.Key, count(len(gr.Nodes), "node"), count(gr.GPUs, "GPU"), hostlist(names))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", gr.Key, count(len(gr.Nodes), "node"), count(gr.GPUs, "GPU"), hostlist.Compress(names))
 	}
 	return tw.Flush()
-}
-
-// hostlist writes names as a Slurm host list: runs of names that differ
-// only in a number of one width become prefix[01-18]; others stay as
-// they are, comma-separated, sorted.
-func hostlist(names []string) string {
-	names = slices.Clone(names)
-	slices.Sort(names)
-	var out []string
-	prefix, width := "", 0
-	var nums []int
-	flush := func() {
-		switch len(nums) {
-		case 0:
-		case 1:
-			out = append(out, fmt.Sprintf("%s%0*d", prefix, width, nums[0]))
-		default:
-			out = append(out, prefix+"["+ranges(nums, width)+"]")
-		}
-		nums = nil
-	}
-	for _, n := range names {
-		i := len(n)
-		for i > 0 && n[i-1] >= '0' && n[i-1] <= '9' {
-			i--
-		}
-		v, err := strconv.Atoi(n[i:])
-		if i == len(n) || err != nil {
-			flush()
-			out = append(out, n)
-			continue
-		}
-		if len(nums) > 0 && (n[:i] != prefix || len(n)-i != width) {
-			flush()
-		}
-		prefix, width = n[:i], len(n)-i
-		nums = append(nums, v)
-	}
-	flush()
-	return strings.Join(out, ",")
-}
-
-// ranges writes sorted numbers as 01-04,07.
-func ranges(nums []int, width int) string {
-	var parts []string
-	for i := 0; i < len(nums); {
-		j := i
-		for j+1 < len(nums) && nums[j+1] == nums[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%0*d-%0*d", width, nums[i], width, nums[j]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%0*d", width, nums[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }

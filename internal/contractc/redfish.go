@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/redfish"
+	"github.com/seamdc/seam/internal/redfish/bmchttp"
 )
 
 func init() {
@@ -26,17 +28,20 @@ func init() {
 }
 
 func runRedfish(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("DIR [--inventory FILE]… (--serve ADDR | --export OUTDIR)  |  --import DIR|URL [--format F]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR [--inventory FILE]… (--serve ADDR | --export OUTDIR)  |  --import DIR|URL [--format F] [--timeout D]", flag.ContinueOnError)
 	serve := fs.String("serve", "", "serve the export read-only over HTTP at ADDR (host:port; port 0 picks one) until interrupted")
 	export := fs.String("export", "", "write the export to OUTDIR/redfish/v1 (a tall mockup tree, index.json per resource; replaces OUTDIR/redfish)")
 	imp := fs.String("import", "", "read a Redfish tree, a mockup directory or an http(s) URL of a service, and print what it holds")
 	format := fs.String("format", "text", "--import's output: "+strings.Join(redfish.Formats, ", "))
+	timeout := fs.Duration("timeout", 10*time.Second, "--import from a URL: each request's limit (connecting, TLS, the answer)")
 	inv := inventoryFlag(fs)
 	pos, err := cli.Parse(fs, args)
 	switch {
 	case err != nil:
 	case *imp != "" && (len(pos) > 0 || *serve != "" || *export != "" || len(*inv) > 0):
 		err = cli.Usagef("--import reads a tree: it takes no contract directory, --serve, --export or --inventory")
+	case *timeout <= 0:
+		err = cli.Usagef("--timeout %s: want a positive duration", *timeout)
 	case *imp != "":
 	case len(pos) != 1:
 		err = cli.Usagef("want one contract directory, got %d arguments", len(pos))
@@ -47,7 +52,7 @@ func runRedfish(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "redfish", fs, err)
 	}
 	if *imp != "" {
-		return redfishImport(*imp, *format, stdout, stderr, fs)
+		return redfishImport(*imp, *format, *timeout, stdout, stderr, fs)
 	}
 	tree, code := redfishExport(pos[0], inv.paths(), stderr)
 	if tree == nil {
@@ -131,14 +136,18 @@ func serveTree(tree *redfish.Tree, addr string, stdout io.Writer) error {
 }
 
 // redfishImport reads a tree and prints what it holds: exit 2 when the
-// tree has problems.
-func redfishImport(src, format string, stdout, stderr io.Writer, fs *flag.FlagSet) int {
+// tree has problems. A service is read with seam's BMC client (no proxy,
+// as many connections as the fetch has requests in flight), each
+// request bounded by timeout.
+func redfishImport(src, format string, timeout time.Duration, stdout, stderr io.Writer, fs *flag.FlagSet) int {
 	if format != "text" && format != "json" {
 		return fail(stderr, "redfish", fs, cli.Usagef("--format: want %s, got %q", strings.Join(redfish.Formats, " or "), format))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tree, err := redfish.Load(ctx, src)
+	client, closeIdle := bmchttp.New(bmchttp.Options{PerBMC: redfish.FetchParallel, Timeout: timeout, Clock: clock.Real{}})
+	defer closeIdle()
+	tree, err := redfish.Load(ctx, src, client)
 	if err != nil {
 		return fail(stderr, "redfish", fs, err)
 	}

@@ -169,23 +169,29 @@ func userKubeconfig(t *testing.T, e *kubetest.Env, name string, groups ...string
 	return path
 }
 
-// waitCanList waits until the kubeconfig's user may list nodes: the API
-// server's authorizer sees a new binding through its cache.
+// waitCanList waits, a minute at most, until the kubeconfig's user may
+// list nodes: the API server's authorizer sees a new binding through its
+// cache.
 func waitCanList(t *testing.T, kubeconfig string) {
+	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	require.NoError(t, err)
 	cs, err := k8s.NewForConfig(cfg)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	const within = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		_, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 		if err == nil {
 			return
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s may not list nodes: %v", kubeconfig, err)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s still may not list nodes %s after its binding was made: %v", kubeconfig, within, err)
+		case <-tick.C:
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

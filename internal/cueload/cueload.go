@@ -295,7 +295,7 @@ func (r *Result) errPos(e cueerrors.Error) diag.Pos {
 			}
 		}
 	}
-	return relPos(r.Dir, firstPos(e, r.Dir))
+	return r.userPos(e)
 }
 
 func selectors(labels []string) []cue.Selector {

@@ -69,13 +69,6 @@ func describeRule(rule, side string, e effect) string {
 	return "a different requirement"
 }
 
-func whose(side string) string {
-	if side == "supplier" {
-		return "guarantee"
-	}
-	return "requirement"
-}
-
 func approxEqual(a, b float64) bool {
 	if math.IsInf(a, 0) || math.IsInf(b, 0) {
 		return a == b

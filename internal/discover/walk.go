@@ -144,8 +144,7 @@ func walkOne(ctx context.Context, t Target, o Options) *Found {
 		f.Elapsed = time.Since(start)
 		return f
 	}
-	c, err := gofish.ConnectContext(ctx, gofish.ClientConfig{Endpoint: endpoint, Username: o.User, Password: o.Password,
-		BasicAuth: o.Basic, HTTPClient: client, NoModifyTransport: true, ReuseConnections: true, MaxConcurrentRequests: int64(o.PerBMC)})
+	c, err := o.Connect(ctx, client, endpoint)
 	f.Requests += 2
 	if err != nil {
 		uri := "/redfish/v1/"

@@ -2,7 +2,6 @@ package evidence
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -120,5 +119,3 @@ func checkName(name string) error {
 
 // reserved are the files the evidence package writes itself.
 var reserved = map[string]bool{JournalFile: true, SamplesFile: true, ManifestFile: true, SignatureFile: true}
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -16,7 +16,9 @@ import (
 )
 
 // The test binary is its own peer: with SEAM_PEER_LISTEN set it listens
-// there after a pause, and spawns a child that would outlive it.
+// there after a pause (a server slow to start, which Start must wait
+// for), and spawns a child that would outlive it. Left running, it
+// exits after a minute.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("SEAM_PEER_LISTEN"); addr != "" {
 		time.Sleep(200 * time.Millisecond)
@@ -27,11 +29,13 @@ func TestMain(m *testing.M) {
 		child := exec.Command("sleep", "600")
 		_ = child.Start()
 		os.Stdout.WriteString("listening, child " + child.Path + "\n")
+		_ = l.(*net.TCPListener).SetDeadline(time.Now().Add(time.Minute))
 		for {
 			c, err := l.Accept()
-			if err == nil {
-				c.Close()
+			if err != nil {
+				os.Exit(4)
 			}
+			c.Close()
 		}
 	}
 	os.Exit(m.Run())
@@ -47,8 +51,11 @@ func TestStartWaitsAndStops(t *testing.T) {
 		addr := FreeTCP(t)
 		p := Start(t, "self", Spec{Args: []string{os.Args[0]}, Env: []string{"SEAM_PEER_LISTEN=" + addr}, Ready: TCP(addr)})
 		pid = p.Pid()
-		assert.NoError(t, TCP(addr)(context.Background()))
-		assert.Eventually(t, func() bool { return strings.Contains(p.Output(), "listening") }, 5*time.Second, 10*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, TCP(addr)(ctx), "Start returned before the peer served")
+		assert.Eventually(t, func() bool { return strings.Contains(p.Output(), "listening") }, 5*time.Second, 10*time.Millisecond,
+			"the peer's output (its \"listening\" line) is not kept")
 	})
 	assert.False(t, alive(pid), "the peer is stopped")
 	assert.Eventually(t, func() bool { // killed, and reaped by init

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -320,16 +319,6 @@ func Read(path string) (*Plan, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
-}
-
-// Write encodes p, checks it and writes it to w.
-func Write(w io.Writer, p *Plan) error {
-	b, err := Encode(p)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }
 
 // syntaxError names the line and column of a JSON syntax error.

@@ -32,9 +32,6 @@ const bind = `import seamprofile "seam.dev/profile"
 profiles: [N=string]: seamprofile.#Profile & {name: N}
 `
 
-// Schema returns the embedded CUE schema of profiles.
-func Schema() []byte { return append([]byte(nil), schemaCUE...) }
-
 // Rule ids of profile problems (the schema's own are cueload's).
 const (
 	RuleUnit      = "PROFILE001" // a unit outside the unit table

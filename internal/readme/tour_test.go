@@ -80,7 +80,7 @@ func TestTour(t *testing.T) {
 		code, out, pgid := run(t, w, env, script)
 		if background.MatchString(cmd) {
 			pgids = append(pgids, pgid)
-			waitFor(t, binding(cmd), out)
+			waitFor(t, binding(cmd), pgid, out)
 			continue
 		}
 		if code != 0 && code != l.exit {
@@ -191,19 +191,30 @@ func binding(cmd string) string {
 	return filepath.Join(m[1], "binding.cue")
 }
 
-// waitFor waits for file: a bound, not a measure (a busy machine opens
-// the simulated site's 1,800 ports slowly).
-func waitFor(t *testing.T, file string, out *output) {
+// waitFor waits for file, which the server left running in process
+// group pgid writes: three minutes at most, a bound, not a measure (a
+// busy machine opens the simulated site's 1,800 ports slowly); a server
+// that exits first fails at once.
+func waitFor(t *testing.T, file string, pgid int, out *output) {
 	t.Helper()
 	require.NotEmpty(t, file, "a line run in the background that writes no --out binding")
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
+	const within = 3 * time.Minute
+	deadline := time.After(within)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		if _, err := os.Stat(file); err == nil {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		if syscall.Kill(-pgid, 0) != nil {
+			t.Fatalf("the server exited without writing %s:\n%s", file, out)
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("%s was not written within %s:\n%s", file, within, out)
+		case <-tick.C:
+		}
 	}
-	t.Fatalf("%s was not written within 3 minutes:\n%s", file, out)
 }
 
 func must(t *testing.T, dir string, env []string, prog string, args ...string) {

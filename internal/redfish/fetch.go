@@ -2,22 +2,31 @@ package redfish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 )
 
 // MaxResources bounds what Fetch reads of a service.
 const MaxResources = 1 << 20
 
+// FetchParallel is how many requests Fetch has in flight at once: a
+// client's connections to the service need be no more.
+const FetchParallel = 8
+
 // Fetch reads a Redfish service into a tree: GET /redfish/v1/, then
-// every resource a link (@odata.id) leads to on the same service, eight
-// at a time. A URL's user and password, if any, are sent as basic
-// authentication. A resource whose GET fails is left out, with its
-// status: Import reports the links to it. Fetch fails only when the
+// every resource a link (@odata.id) leads to on the same service,
+// FetchParallel at a time, through client (nil: http.DefaultClient,
+// which never gives up; commands pass one with a timeout, from
+// internal/redfish/bmchttp). A URL's user and password, if any, are sent
+// as basic authentication. A resource whose GET fails is left out, with
+// its status: Import reports the links to it; a request that ran past
+// the client's timeout "timed out after" it. Fetch fails only when the
 // service root cannot be read.
 func Fetch(ctx context.Context, service string, client *http.Client) (*Tree, error) {
 	u, err := url.Parse(service)
@@ -55,7 +64,7 @@ func (f *fetcher) crawl(queue []string) {
 		var next []string
 		var wg sync.WaitGroup
 		work := make(chan string)
-		for range 8 {
+		for range FetchParallel {
 			wg.Go(func() {
 				for uri := range work {
 					if doc, err := f.get(uri); err == nil {
@@ -121,12 +130,14 @@ func (f *fetcher) get(uri string) ([]byte, error) {
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {
+		err = f.timedOut(err)
 		f.gone(uri, err.Error())
 		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
+		err = f.timedOut(err)
 		f.gone(uri, err.Error())
 		return nil, err
 	}
@@ -140,6 +151,25 @@ func (f *fetcher) get(uri string) ([]byte, error) {
 	return body, nil
 }
 
+// timedOut says "timed out after X" for a request that ran past the
+// client's timeout (not one whose context ended); other errors stay as
+// they are.
+func (f *fetcher) timedOut(err error) error {
+	var te interface{ Timeout() bool }
+	if f.client.Timeout > 0 && f.ctx.Err() == nil && errors.As(err, &te) && te.Timeout() {
+		return &timeoutError{after: f.client.Timeout, err: err}
+	}
+	return err
+}
+
+type timeoutError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("timed out after %s", e.after) }
+func (e *timeoutError) Unwrap() error { return e.err }
+
 func (f *fetcher) gone(uri, why string) {
 	f.mu.Lock()
 	f.t.gone[Clean(uri)] = why
@@ -147,10 +177,10 @@ func (f *fetcher) gone(uri, why string) {
 }
 
 // Load reads a tree from a directory (ReadDir) or an http(s) URL
-// (Fetch).
-func Load(ctx context.Context, src string) (*Tree, error) {
+// (Fetch, through client).
+func Load(ctx context.Context, src string, client *http.Client) (*Tree, error) {
 	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
-		return Fetch(ctx, src, nil)
+		return Fetch(ctx, src, client)
 	}
 	return ReadDir(src)
 }

@@ -19,9 +19,6 @@ var schemaJSON []byte
 // SchemaURL is the results schema's $id.
 const SchemaURL = "https://seam.dev/schema/results/v1.json"
 
-// Schema returns the results JSON Schema (draft 2020-12).
-func Schema() []byte { return bytes.Clone(schemaJSON) }
-
 var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020

@@ -32,5 +32,3 @@ func Main(args []string, stdout, stderr io.Writer) int { return program.Main(arg
 func fail(stderr io.Writer, name string, fs *flag.FlagSet, err error) int {
 	return program.Fail(stderr, name, fs, err)
 }
-
-func printFlags(w io.Writer, name string, fs *flag.FlagSet) { program.PrintFlags(w, name, fs) }

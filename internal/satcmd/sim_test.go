@@ -87,6 +87,13 @@ type background struct {
 	stderr bytes.Buffer
 }
 
+// said is what sat sim wrote to its standard error so far.
+func (b *background) said() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stderr.String()
+}
+
 func (b *background) stop() {
 	b.mu.Lock()
 	cancel, done := b.cancel, b.done
@@ -124,27 +131,41 @@ func simCmdSimulate(ts *testscript.TestScript, neg bool, args []string) {
 	bg.stderr.Reset()
 	bg.mu.Unlock()
 	simArgs := append(append([]string{}, args[2:]...), "--out", out)
+	// sat sim prints its first line once its binding is written
+	serving := &announcer{ready: make(chan struct{})}
 	go func() {
-		var stdout bytes.Buffer
-		bg.done <- runSimCtx(ctx, simArgs, &stdout, &syncWriter{b: bg}, lookup(ts))
+		bg.done <- runSimCtx(ctx, simArgs, serving, &syncWriter{b: bg}, lookup(ts))
 	}()
 	// a bound, not a measure: on a busy machine loading the contracts and
 	// the inventory and opening 1,800 ports takes a while
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(out, "binding.cue")); err == nil {
-			return
+	const within = 2 * time.Minute
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+	select {
+	case <-serving.ready:
+		if _, err := os.Stat(filepath.Join(out, "binding.cue")); err != nil {
+			ts.Fatalf("sat sim says it serves, but wrote no binding: %v", err)
 		}
-		select {
-		case code := <-bg.done:
-			ts.Fatalf("sat sim exited %d before writing its binding:\n%s", code, bg.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("sat sim wrote no binding within 2 minutes")
-		}
-		time.Sleep(10 * time.Millisecond)
+	case code := <-bg.done:
+		bg.mu.Lock()
+		bg.cancel = nil // nothing left to stop
+		bg.mu.Unlock()
+		ts.Fatalf("sat sim exited %d before writing its binding:\n%s", code, bg.said())
+	case <-timeout.C:
+		ts.Fatalf("sat sim wrote no binding within %s:\n%s", within, bg.said())
 	}
+}
+
+// announcer is a background sat sim's standard output: ready is closed
+// at its first write.
+type announcer struct {
+	once  sync.Once
+	ready chan struct{}
+}
+
+func (f *announcer) Write(p []byte) (int, error) {
+	f.once.Do(func() { close(f.ready) })
+	return len(p), nil
 }
 
 type syncWriter struct{ b *background }
@@ -193,16 +214,26 @@ func simCmdWait(ts *testscript.TestScript, neg bool, args []string) {
 	url, err := os.ReadFile(filepath.Join(bg.out, "control.url"))
 	ts.Check(err)
 	c := &sim.Client{URL: strings.TrimSpace(string(url))}
-	ctx := context.Background()
+	const within = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
 	st, err := c.Status(ctx)
 	ts.Check(err)
-	until, deadline := st.SimSeconds+d.Seconds(), time.Now().Add(time.Minute)
+	until := st.SimSeconds + d.Seconds()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for st.SimSeconds < until {
-		if time.Now().After(deadline) {
-			ts.Fatalf("the simulator's time did not move on by %s within a minute (it stands at %.3f s)", d, st.SimSeconds)
+		select {
+		case <-ctx.Done():
+			ts.Fatalf("the simulator's time did not move on by %s within %s of wall time (it stands at %.3f s, want %.3f s)", d, within, st.SimSeconds, until)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
-		st, err = c.Status(ctx)
-		ts.Check(err)
+		now, err := c.Status(ctx)
+		if err != nil && ctx.Err() == nil {
+			ts.Fatalf("simwait: %v", err)
+		}
+		if err == nil {
+			st = now
+		}
 	}
 }

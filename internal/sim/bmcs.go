@@ -388,16 +388,6 @@ func (s *Sim) ClearFleetDefect(kind, target string) error {
 	return s.syncBMCs()
 }
 
-// FleetBMCFaultKinds lists the site's BMC fault kinds.
-func FleetBMCFaultKinds() []string {
-	out := make([]string, 0, len(bmcFaultKinds))
-	for k := range bmcFaultKinds {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // BMCBinding is the bmcs section of a binding of the served BMCs
 // (binding.MarshalBMCs writes it, as bmcs.cue beside sat sim's
 // binding.cue): plain HTTP on loopback, the simulator's account, the

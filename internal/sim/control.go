@@ -329,10 +329,6 @@ func (c *Client) LoadBank(ctx context.Context, id string, lc LoadBankControl) er
 	return c.do(ctx, http.MethodPost, "/v1/loadbanks/"+url.PathEscape(id), lc, nil)
 }
 
-func urlEscape(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "&", "%26"), "?", "%3F")
-}
-
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd *strings.Reader
 	if body != nil {

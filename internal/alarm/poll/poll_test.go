@@ -23,6 +23,9 @@ type seen struct {
 	mu    sync.Mutex
 	obs   []alarm.Observation
 	beats map[string]int
+	// the site times of the poller's good reads of heartbeat counters
+	heard func() time.Duration
+	reads []time.Duration
 }
 
 func (s *seen) sink(o alarm.Observation) { s.mu.Lock(); s.obs = append(s.obs, o); s.mu.Unlock() }
@@ -49,6 +52,36 @@ func (s *seen) beatsOf(name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.beats[name]
+}
+
+// sample notes, in site time, each good read of the heartbeat counter
+// of ctl-mb, mb's controls link.
+func (s *seen) sample(sm probe.Sample) {
+	if sm.Device != "ctl-mb" {
+		return
+	}
+	for _, r := range sm.Readings {
+		if r.Point == "heartbeats" && r.Quality == probe.Good {
+			at := s.heard()
+			s.mu.Lock()
+			s.reads = append(s.reads, at)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// readsSince counts the good reads of the heartbeat counter at or after
+// site time t.
+func (s *seen) readsSince(t time.Duration) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, at := range s.reads {
+		if at >= t {
+			n++
+		}
+	}
+	return n
 }
 
 // The one poller, against the simulated site's real Modbus servers: the
@@ -104,10 +137,10 @@ func TestPollerOnTheSimulatedSite(t *testing.T) {
 	site, err := probe.OpenSite(b, probe.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	require.NoError(t, err)
 	defer site.Close()
-	s := &seen{beats: map[string]int{}}
+	s := &seen{beats: map[string]int{}, heard: o.Site.Time}
 	p := &poll.Poller{Devices: []probe.Device{site.Device("cdu-l2"), site.Device("ctl-mb")}, Points: append(points, sib...),
 		Counters: []poll.Counter{{Device: "ctl-mb", Point: "heartbeats", Heartbeat: "ctl-mb"}},
-		Period:   100 * time.Millisecond, Silence: time.Second, Sink: s.sink, Beat: s.beat}
+		Period:   100 * time.Millisecond, Silence: time.Second, Sink: s.sink, Beat: s.beat, Sample: s.sample}
 	done := make(chan struct{})
 	go func() { p.Run(ctx, clock.Real{}); close(done) }()
 
@@ -116,18 +149,27 @@ func TestPollerOnTheSimulatedSite(t *testing.T) {
 	require.Eventually(t, func() bool { return s.beatsOf("ctl-mb") >= 2 }, 5*time.Second, 20*time.Millisecond, "mb's controller beats once a second")
 
 	require.NoError(t, o.Site.Inject(sim.Fault{Kind: sim.PumpTrip, Target: "l2/loop/cdu-1/p1"}))
-	require.Eventually(t, func() bool { return s.has(alarm.PumpFault, "cooling_loop=l2", true) }, 5*time.Second, 20*time.Millisecond)
-	require.Eventually(t, func() bool { return s.has(alarm.CoolingRedundancyLost, "cooling_loop=l2", true) }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return s.has(alarm.PumpFault, "cooling_loop=l2", true) }, 5*time.Second, 20*time.Millisecond,
+		"no pump_fault for l2 within 5 s of the pump trip")
+	require.Eventually(t, func() bool { return s.has(alarm.CoolingRedundancyLost, "cooling_loop=l2", true) }, 10*time.Second, 20*time.Millisecond,
+		"l2's redundancy not lost within 10 s of the pump trip")
 
 	require.NoError(t, o.Site.Inject(sim.Fault{Kind: sim.ControllerSilent, Target: "ctl/net/mb"}))
-	require.Eventually(t, func() bool { return s.has(alarm.ControllerSilent, "module=mb", true) }, 10*time.Second, 20*time.Millisecond)
-	n := s.beatsOf("ctl-mb")
-	time.Sleep(1500 * time.Millisecond)
+	require.Eventually(t, func() bool { return s.has(alarm.ControllerSilent, "module=mb", true) }, 10*time.Second, 20*time.Millisecond,
+		"no controller_silent for mb within 10 s of its link failing")
+	// the controller beats once a second: two good reads of its
+	// counter 1.2 s of site time on (the first's beat, had there been
+	// one, delivered before the second read) prove it silent
+	n, from := s.beatsOf("ctl-mb"), o.Site.Time()
+	require.Eventually(t, func() bool { return s.readsSince(from+1200*time.Millisecond) >= 2 }, 10*time.Second, 20*time.Millisecond,
+		"the poller did not read mb's heartbeat counter 1.2 s of site time after the controller fell silent")
 	assert.Equal(t, n, s.beatsOf("ctl-mb"), "no beats from a silent controller")
 
 	require.NoError(t, o.Site.Inject(sim.Fault{Kind: sim.DeviceReboot, Target: "cdu-l2", For: 4}))
-	require.Eventually(t, func() bool { return s.has(alarm.DeviceSilent, "cooling_loop=l2", true) }, 10*time.Second, 20*time.Millisecond)
-	require.Eventually(t, func() bool { return s.has(alarm.DeviceSilent, "cooling_loop=l2", false) }, 20*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return s.has(alarm.DeviceSilent, "cooling_loop=l2", true) }, 10*time.Second, 20*time.Millisecond,
+		"rebooting cdu-l2 not device_silent for l2 within 10 s")
+	require.Eventually(t, func() bool { return s.has(alarm.DeviceSilent, "cooling_loop=l2", false) }, 20*time.Second, 50*time.Millisecond,
+		"cdu-l2 not answering again within 20 s of its 4 s reboot")
 	cancel()
 	<-done
 }

@@ -145,8 +145,7 @@ func one(ctx context.Context, op Op, t Target, o Options) (r Result) {
 	client, closeIdle := o.Client(func(time.Duration) { waits.Add(1) })
 	defer closeIdle()
 	defer func() { r.Waits = int(waits.Load()) }()
-	c, err := gofish.ConnectContext(ctx, gofish.ClientConfig{Endpoint: strings.TrimSuffix(t.URL, "/"), Username: o.User, Password: o.Password,
-		BasicAuth: o.Basic, HTTPClient: client, NoModifyTransport: true, ReuseConnections: true, MaxConcurrentRequests: int64(o.PerBMC)})
+	c, err := o.Connect(ctx, client, t.URL)
 	if err != nil {
 		r.fail(fmt.Errorf("login: %s", describe(err, o.Timeout)))
 		return r

@@ -252,12 +252,8 @@ func (s *Server) CreateRole(name, password string, groups ...string) {
 	s.Exec("postgres", q)
 }
 
-// Stop shuts the server down fast (SIGINT: open transactions are rolled
-// back, clients are disconnected) and waits for it to exit; Kill stops
-// it at once (SIGKILL: a crash). Start it again with Restart.
-func (s *Server) Stop() { s.signal(syscall.SIGINT) }
-
-// Kill kills the server (and its backends) at once.
+// Kill kills the server and its backends at once (SIGKILL: a crash)
+// and waits until they are gone. Start it again with Restart.
 func (s *Server) Kill() {
 	s.signal(syscall.SIGKILL)
 	_ = syscall.Kill(-s.proc.Pid(), syscall.SIGKILL)

@@ -87,15 +87,11 @@ func TestLiveInGroup(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
 	pid := cmd.Process.Pid
-	deadline := time.Now().Add(30 * time.Second)
-	for len(liveInGroup(pid)) < 3 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	assert.Len(t, liveInGroup(pid), 3, "sh and its two sleeps")
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	require.Eventually(t, func() bool { return len(liveInGroup(pid)) == 3 }, 30*time.Second, 10*time.Millisecond,
+		"liveInGroup does not see sh and its two sleeps within 30 s")
 	require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
 	_ = cmd.Wait()
-	for len(liveInGroup(pid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	assert.Empty(t, liveInGroup(pid))
+	assert.Eventually(t, func() bool { return len(liveInGroup(pid)) == 0 }, 30*time.Second, 10*time.Millisecond,
+		"liveInGroup still sees processes of the group 30 s after SIGKILL")
 }

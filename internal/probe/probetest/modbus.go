@@ -272,15 +272,5 @@ func FreeTCPPort() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// FreeUDPPort returns a loopback UDP address that was free a moment ago.
-func FreeUDPPort() (string, error) {
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	return c.LocalAddr().String(), nil
-}
-
 // ErrDrop is returned by a Fault to have the proxy or agent say nothing.
 var ErrDrop = errors.New("drop")

@@ -1,17 +1,23 @@
 // Package bmchttp is the HTTP client seam talks to one BMC with (sat
-// discover's walks, sat cap and facilityd's cap reconciler): its own
-// connections, at most a few at once, a timeout per request, no proxy,
-// and a 503's Retry-After waited out on a Clock.
+// discover's walks, sat cap and facilityd's cap reconciler; contractc
+// redfish --import's reads of a live service): its own connections, at
+// most a few at once, a timeout per request, no proxy, and a 503's
+// Retry-After waited out on a Clock; and the Redfish login through
+// gofish over it (Connect).
 package bmchttp
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/stmcginnis/gofish"
 
 	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/clock"
@@ -72,6 +78,16 @@ func FromBinding(bm *binding.BMCs, lookupEnv func(string) (string, bool)) (Acces
 // waited out.
 func (a Access) Client(waited func(time.Duration)) (*http.Client, func()) {
 	return New(Options{PerBMC: a.PerBMC, Timeout: a.Timeout, Insecure: a.Insecure, Retries: a.Retries, MaxWait: a.MaxWait, Clock: a.Clock, Waited: waited})
+}
+
+// Connect logs in to the Redfish service at url through gofish over
+// client (one of a's Clients): a session, or basic authentication when
+// a.Basic says so; at most a.PerBMC requests in flight; client's
+// transport kept as it is (its connections, timeout and Retry-After
+// waits) and its connections reused. The caller logs out.
+func (a Access) Connect(ctx context.Context, client *http.Client, url string) (*gofish.APIClient, error) {
+	return gofish.ConnectContext(ctx, gofish.ClientConfig{Endpoint: strings.TrimSuffix(url, "/"), Username: a.User, Password: a.Password,
+		BasicAuth: a.Basic, HTTPClient: client, NoModifyTransport: true, ReuseConnections: true, MaxConcurrentRequests: int64(a.PerBMC)})
 }
 
 // Options are one BMC's client settings.

@@ -9,7 +9,6 @@ package reporttest
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -48,19 +47,6 @@ type Options struct {
 	// Noise adds this many extra channels sampled with every case, to
 	// grow the samples for benchmarks.
 	Noise int
-}
-
-// ReadPlan reads a plan file and returns the plan with its bytes.
-func ReadPlan(path string) (*plan.Plan, []byte, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := plan.Decode(raw)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return p, raw, nil
 }
 
 // Write runs every case of p (encoded as raw) into a new bundle in dir
@@ -272,15 +258,6 @@ func stepOf(c *plan.Case, id string) *plan.Step {
 		}
 	}
 	return nil
-}
-
-// JSON is a helper for tests that edit a bundle's JSON files.
-func JSON(v any) []byte {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 func expDecay(t, tau float64) float64 {
