@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/hold"
+	"github.com/seamdc/seam/internal/ledger"
 	"github.com/seamdc/seam/internal/lifecycle"
+	"github.com/seamdc/seam/internal/scheduler/schedtest"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/stretchr/testify/assert"
@@ -200,13 +203,38 @@ func TestModuleOf288ThreeDefects(t *testing.T) {
 		assert.Contains(t, []string{slow, hot}, w.Node, w.String())
 	}
 
-	// the gate: the passing nodes provisioned, the three held
+	// the gate: the passing nodes provisioned, the three held through
+	// the ledger (drained, their reasons kept), the others back
 	g := &fakeGate{}
-	acts := Gate(context.Background(), g, lifecycle.Auth{}, res, files, m.Bundle)
+	names := make([]string, len(s.nodes))
+	for i, n := range s.nodes {
+		names[i] = n.Name
+	}
+	sched := schedtest.New(names)
+	l := &ledger.Ledger{Backend: hold.NewMemory(&hold.Book{}, nil, nil), Sched: sched}
+	require.NoError(t, Hold(context.Background(), l, "seam-burnin-ma", "cx", "burn-in under way", s.nodes))
+	assert.Zero(t, sched.DrainedCount(), "the reservation keeps the nodes out: the burn-in's jobs run")
+	acts := Gate(context.Background(), l, g, lifecycle.Auth{}, "seam-burnin-ma", "cx", res, files, m.Bundle)
 	require.Len(t, acts, 288)
 	assert.Len(t, g.provisioned, 285)
-	assert.ElementsMatch(t, want, g.heldNodes())
-	assert.Contains(t, g.held[diag], "burn-in failed: node "+diag+": dcgmi diag")
+	var drained []string
+	for _, n := range names {
+		if st := sched.Node(n); st.Drained {
+			drained = append(drained, n)
+			assert.Equal(t, "burnin:seam-burnin-ma", st.Reason)
+		}
+	}
+	assert.ElementsMatch(t, want, drained)
+	h, err := l.Hold(context.Background(), Owner("seam-burnin-ma"))
+	require.NoError(t, err)
+	require.NotNil(t, h)
+	assert.ElementsMatch(t, want, h.Nodes, "the failed nodes stay held once the reservation ends")
+	assert.Empty(t, h.Reservation)
+	for _, a := range acts {
+		if a.Node == diag {
+			assert.Contains(t, a.Reason, "burn-in failed (evidence "+m.Bundle+"): node "+diag+": dcgmi diag")
+		}
+	}
 
 	// the report: CSV, JUnit per rack, HTML per rack with outliers marked
 	var csvOut, junit, html strings.Builder
@@ -221,36 +249,12 @@ func TestModuleOf288ThreeDefects(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(html.String(), `class="outlier"`), "the slow node's bar")
 }
 
-// fakeGate records the gate's calls; the lifecycle store's own tests
-// prove holds and provisioning on SQLite and PostgreSQL.
+// fakeGate records the provisioning; the lifecycle store's own tests
+// prove provisioning on SQLite and PostgreSQL.
 type fakeGate struct {
 	mu          sync.Mutex
 	provisioned []string
-	released    []string
-	held        map[string]string
 }
-
-func (g *fakeGate) SetHold(_ context.Context, _ lifecycle.Auth, node, kind, reason string) (lifecycle.Hold, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.held == nil {
-		g.held = map[string]string{}
-	}
-	g.held[node] = reason
-	return lifecycle.Hold{Node: node, Kind: kind, Reason: reason}, nil
-}
-
-func (g *fakeGate) ReleaseHold(_ context.Context, _ lifecycle.Auth, node, kind, _, _ string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if kind != lifecycle.HoldBurnIn {
-		return fmt.Errorf("released a %s hold", kind)
-	}
-	g.released = append(g.released, node)
-	return nil
-}
-
-func (g *fakeGate) Holds(context.Context, string) ([]lifecycle.Hold, error) { return nil, nil }
 
 func (g *fakeGate) Provision(_ context.Context, _ lifecycle.Auth, file, _ string) (*lifecycle.Moved, error) {
 	b, _, err := lifecycle.ReadBaseline(file)
@@ -264,14 +268,6 @@ func (g *fakeGate) Provision(_ context.Context, _ lifecycle.Auth, file, _ string
 	defer g.mu.Unlock()
 	g.provisioned = append(g.provisioned, b.Node)
 	return &lifecycle.Moved{}, nil
-}
-
-func (g *fakeGate) heldNodes() []string {
-	var out []string
-	for n := range g.held {
-		out = append(out, n)
-	}
-	return out
 }
 
 func testKey(t *testing.T) (ed25519.PrivateKey, ssh.Signer) {

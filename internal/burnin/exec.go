@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seamdc/seam/internal/gputools"
+	"github.com/seamdc/seam/internal/scheduler"
 	"github.com/seamdc/seam/internal/topology/hostlist"
 )
 
@@ -51,11 +51,10 @@ func (t Tools) Run(ctx context.Context, j Job) Output {
 
 // Slurm runs jobs with srun inside a reservation that holds the nodes
 // under burn-in away from users (a drained node takes no srun -w; a
-// reserved one takes the reservation's jobs only).
+// reserved one takes the reservation's jobs only). It reaches Slurm
+// through the one Slurm client.
 type Slurm struct {
-	// Conf is slurm.conf ("" the environment's); Bin the directory of
-	// srun, scontrol and scancel ("" PATH).
-	Conf, Bin string
+	Client *scheduler.Slurm
 	// Reservation is the reservation's name (Reserve sets it).
 	Reservation string
 	// Partition, when set, is passed to srun (a dedicated burn-in
@@ -74,19 +73,9 @@ func (s *Slurm) Describe() string {
 	return "Slurm"
 }
 
-func (s *Slurm) bin(p string) string {
-	if s.Bin == "" {
-		return p
-	}
-	return filepath.Join(s.Bin, p)
-}
-
 func (s *Slurm) cmd(ctx context.Context, prog string, args ...string) *exec.Cmd {
-	c := exec.CommandContext(ctx, s.bin(prog), args...)
-	c.Env = append(os.Environ(), s.Env...)
-	if s.Conf != "" {
-		c.Env = append(c.Env, "SLURM_CONF="+s.Conf)
-	}
+	c := exec.CommandContext(ctx, s.Client.Path(prog), args...)
+	c.Env = append(append(os.Environ(), s.Env...), s.Client.Env()...)
 	c.WaitDelay = 5 * time.Second
 	return c
 }
@@ -96,11 +85,8 @@ func (s *Slurm) cmd(ctx context.Context, prog string, args ...string) *exec.Cmd 
 // IGNORE_JOBS (a running job does not block it; burn-in starts on
 // nodes that run nothing).
 func (s *Slurm) Reserve(ctx context.Context, name, user string, nodes []string) error {
-	list := hostlist.Compress(nodes)
-	out, err := s.cmd(ctx, "scontrol", "create", "reservation", "ReservationName="+name, "StartTime=now", "Duration=UNLIMITED",
-		"Users="+user, "Nodes="+list, "Flags=MAINT,IGNORE_JOBS").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("scontrol create reservation %s on %s: %w: %s", name, list, err, strings.TrimSpace(string(out)))
+	if err := s.Client.Reserve(ctx, name, user, nodes, "MAINT,IGNORE_JOBS"); err != nil {
+		return err
 	}
 	s.Reservation = name
 	return nil
@@ -112,9 +98,8 @@ func (s *Slurm) Release(ctx context.Context) error {
 	if s.Reservation == "" {
 		return nil
 	}
-	out, err := s.cmd(ctx, "scontrol", "delete", "ReservationName="+s.Reservation).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("scontrol delete reservation %s: %w: %s", s.Reservation, err, strings.TrimSpace(string(out)))
+	if err := s.Client.Unreserve(ctx, s.Reservation); err != nil {
+		return err
 	}
 	s.Reservation = ""
 	return nil
@@ -126,26 +111,13 @@ func (s *Slurm) Release(ctx context.Context) error {
 // POWERED_DOWN. (sinfo shows a node in a MAINT reservation as "maint",
 // whatever else it is: scontrol keeps the flags.)
 func (s *Slurm) Unavailable(ctx context.Context, nodes []string) (map[string]string, error) {
-	out, err := s.cmd(ctx, "scontrol", "-o", "show", "node", hostlist.Compress(nodes)).Output()
+	states, err := s.Client.Nodes(ctx, nodes)
 	if err != nil {
 		return nil, fmt.Errorf("scontrol show node: %w", err)
 	}
 	bad := map[string]string{}
-	seen := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var name, state string
-		for _, f := range strings.Fields(line) {
-			if v, ok := strings.CutPrefix(f, "NodeName="); ok {
-				name = v
-			}
-			if v, ok := strings.CutPrefix(f, "State="); ok {
-				state = v
-			}
-		}
-		if name == "" {
-			continue
-		}
-		seen[name] = true
+	for name, st := range states {
+		state := st.State
 		parts := strings.Split(state, "+")
 		base := strings.TrimRight(parts[0], "*")
 		switch {
@@ -162,7 +134,7 @@ func (s *Slurm) Unavailable(ctx context.Context, nodes []string) (map[string]str
 		}
 	}
 	for _, n := range nodes {
-		if !seen[n] {
+		if _, ok := states[n]; !ok {
 			bad[n] = "Slurm does not know it (scontrol show node lists no such node): add it to slurm.conf"
 		}
 	}

@@ -5,79 +5,102 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/seamdc/seam/internal/hold"
+	"github.com/seamdc/seam/internal/ledger"
 	"github.com/seamdc/seam/internal/lifecycle"
 )
 
-// Gatekeeper is what the gate needs of the lifecycle store: its holds
-// (the facilityd hold model: a node is in the pool only with none) and
-// the move to provisioned on a baseline. *lifecycle.Store is one.
-type Gatekeeper interface {
-	lifecycle.Holder
+// Provisioner moves a node to provisioned on its baseline: the
+// lifecycle store's Provision (a node commissioned; or, for a node in
+// service, the parts of it that came back from RMA, which releases its
+// burnin:swap hold). *lifecycle.Store is one.
+type Provisioner interface {
 	Provision(ctx context.Context, a lifecycle.Auth, file, reason string) (*lifecycle.Moved, error)
 }
 
-var _ Gatekeeper = (*lifecycle.Store)(nil)
+var _ Provisioner = (*lifecycle.Store)(nil)
+
+// Owner is the burn-in's hold in the ledger: burnin:RESERVATION.
+func Owner(reservation string) hold.Owner { return hold.Of(hold.Burnin, reservation) }
 
 // GateAction is what the gate did to one node.
 type GateAction struct {
 	Node   string `json:"node"`
-	Action string `json:"action"` // "provisioned" or "held"
+	Action string `json:"action"` // "provisioned", "passed" (no store), or "held"
 	Reason string `json:"reason"`
 	Err    string `json:"error,omitempty"`
 }
 
-// Gate applies the burn-in: a passing node has its burn-in hold (set by
-// whoever runs the gate) released and moves to provisioned on its
-// baseline file; a failing node's burn-in hold is set again with its
-// first reasons (released and set: a hold set already keeps its old
-// reason), so run it while the nodes are still reserved. baselines maps
-// node names to their baseline files. Errors per node are in the
-// actions; the gate goes on.
-func Gate(ctx context.Context, g Gatekeeper, a lifecycle.Auth, res *Result, baselines map[string]string, bundle string) []GateAction {
-	var out []GateAction
+// Hold places the burn-in's hold on every node before it starts, kept
+// by its reservation (a Slurm reservation, a Kubernetes taint): the
+// ledger takes the nodes out of users' work and does not drain them,
+// so the burn-in's own jobs run. A node some other owner holds (a
+// facility alarm) stays drained, and its burn-in fails.
+func Hold(ctx context.Context, l *ledger.Ledger, reservation, by, why string, nodes []Node) error {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	_, err := l.Place(ctx, hold.Hold{Owner: Owner(reservation), Nodes: names, Why: why, By: by, Reservation: reservation})
+	if err != nil {
+		return fmt.Errorf("the burn-in's hold %s: %w", Owner(reservation), err)
+	}
+	return nil
+}
+
+// Gate applies the burn-in, while the nodes are still reserved: each
+// node that passed is provisioned on its baseline file (p nil: no
+// lifecycle store, nothing to provision); the burn-in's hold is
+// released from every node; each node that failed is held again, by
+// the same owner, with its first reasons and no reservation, so that
+// the ledger drains it and it stays out of the pool once the
+// reservation ends. baselines maps node names to their baseline files.
+// Errors per node are in the actions; the gate goes on.
+func Gate(ctx context.Context, l *ledger.Ledger, p Provisioner, a lifecycle.Auth, reservation, by string, res *Result, baselines map[string]string, bundle string) []GateAction {
+	owner := Owner(reservation)
+	out := make([]GateAction, 0, len(res.Nodes))
 	for _, n := range res.Nodes {
 		act := GateAction{Node: n.Name}
-		if n.Passed {
-			act.Action, act.Reason = "provisioned", "burn-in passed (evidence "+bundle+")"
-			err := g.ReleaseHold(ctx, a, n.Name, lifecycle.HoldBurnIn, "", act.Reason)
-			if err == nil {
-				file := baselines[n.Name]
-				if file == "" {
-					err = fmt.Errorf("no baseline file for %s", n.Name)
-				} else {
-					_, err = g.Provision(ctx, a, file, act.Reason)
-				}
+		if !n.Passed {
+			rs := n.Reasons()
+			reason := strings.Join(rs[:min(3, len(rs))], "; ")
+			if len(rs) > 3 {
+				reason += fmt.Sprintf("; and %d more", len(rs)-3)
+			}
+			act.Action, act.Reason = "held", fmt.Sprintf("burn-in failed (evidence %s): %s", bundle, reason)
+			out = append(out, act)
+			continue
+		}
+		act.Action, act.Reason = "passed", "burn-in passed (evidence "+bundle+")"
+		if p != nil {
+			act.Action = "provisioned"
+			file := baselines[n.Name]
+			var err error
+			if file == "" {
+				err = fmt.Errorf("no baseline file for %s", n.Name)
+			} else {
+				_, err = p.Provision(ctx, a, file, act.Reason)
 			}
 			if err != nil {
 				act.Err = err.Error()
 			}
-			out = append(out, act)
-			continue
-		}
-		rs := n.Reasons()
-		reason := strings.Join(rs[:min(3, len(rs))], "; ")
-		if len(rs) > 3 {
-			reason += fmt.Sprintf("; and %d more (evidence %s)", len(rs)-3, bundle)
-		}
-		act.Action, act.Reason = "held", "burn-in failed: "+reason
-		err := g.ReleaseHold(ctx, a, n.Name, lifecycle.HoldBurnIn, "", "burn-in failed: the hold is set again with the reason")
-		if err == nil {
-			_, err = g.SetHold(ctx, a, n.Name, lifecycle.HoldBurnIn, act.Reason)
-		}
-		if err != nil {
-			act.Err = err.Error()
 		}
 		out = append(out, act)
 	}
-	return out
-}
-
-// Hold sets a burn-in hold on every node before the burn-in starts.
-func Hold(ctx context.Context, g lifecycle.Holder, a lifecycle.Auth, nodes []Node, reason string) error {
-	for _, n := range nodes {
-		if _, err := g.SetHold(ctx, a, n.Name, lifecycle.HoldBurnIn, reason); err != nil {
-			return fmt.Errorf("burn-in hold on %s: %w", n.Name, err)
+	if _, err := l.Release(ctx, owner, nil, by, "burn-in ended (evidence "+bundle+")"); err != nil {
+		for i := range out {
+			if out[i].Err == "" {
+				out[i].Err = "releasing the burn-in's hold: " + err.Error()
+			}
 		}
 	}
-	return nil
+	for i, act := range out {
+		if act.Action != "held" {
+			continue
+		}
+		if _, err := l.Place(ctx, hold.Hold{Owner: owner, Nodes: []string{act.Node}, Why: act.Reason, By: by}); err != nil {
+			out[i].Err = err.Error()
+		}
+	}
+	return out
 }

@@ -74,7 +74,7 @@ func TestBurninThroughSlurm(t *testing.T) {
 
 	me, err := user.Current()
 	require.NoError(t, err)
-	ex := &Slurm{Conf: cl.Conf, Bin: cl.Slurm().Bin, Env: []string{"PATH=" + hangBin + ":" + bin + ":" + os.Getenv("PATH")}}
+	ex := &Slurm{Client: cl.Slurm(), Env: []string{"PATH=" + hangBin + ":" + bin + ":" + os.Getenv("PATH")}}
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
 		names[i] = n.Name
@@ -149,7 +149,7 @@ func BenchmarkBurnin288ThroughSlurm(b *testing.B) {
 	require.NoError(b, s.o.AddFleetDefect(fleet.Defect{Kind: fleet.FailedDiag, Target: diag, GPU: 3, Test: "GPU Memory"}))
 	me, err := user.Current()
 	require.NoError(b, err)
-	ex := &Slurm{Conf: cl.Conf, Bin: cl.Slurm().Bin, Env: []string{"PATH=" + bin + ":" + os.Getenv("PATH")}}
+	ex := &Slurm{Client: cl.Slurm(), Env: []string{"PATH=" + bin + ":" + os.Getenv("PATH")}}
 	ctx := context.Background()
 	require.NoError(b, ex.Reserve(ctx, "seam-burnin-bench", me.Username, names))
 	b.Cleanup(func() { _ = ex.Release(ctx) })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/dryrun"
 	"github.com/seamdc/seam/internal/maintenance"
 	"github.com/seamdc/seam/internal/scheduler"
 )
@@ -102,6 +103,9 @@ func runMaintenanceApply(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	log := logger(stderr, *verbose)
 	s := &scheduler.Slurm{Conf: *slurmConf, Command: scheduler.Command{Log: log}}
+	if *dryRun { // Apply reads Slurm and runs nothing; the client records anything that would
+		s.Dry = dryrun.New(stdout, nil)
+	}
 	res, err := maintenance.Apply(ctx, s, p, maintenance.ApplyOptions{Location: loc, DryRun: *dryRun, Log: log})
 	if err != nil {
 		return fail(stderr, name, fs, err)

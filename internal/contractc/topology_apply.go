@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/dryrun"
 	"github.com/seamdc/seam/internal/scheduler"
 	"github.com/seamdc/seam/internal/topology"
 )
@@ -73,6 +74,9 @@ func runTopologyApply(args []string, stdout, stderr io.Writer) int {
 		}
 		warn(stderr, name, out.Warnings)
 		s := &scheduler.Slurm{Conf: *slurmConf, Command: scheduler.Command{Log: logger(stderr, *verbose)}}
+		if *dryRun { // the apply stops before it writes; the client records anything that would
+			s.Dry = dryrun.New(stdout, nil)
+		}
 		opts := topology.ApplyOptions{DryRun: *dryRun, Force: *force, FromFabric: *tf.fabric != "", Source: src, Log: logger(stderr, *verbose)}
 		if *restart != "" {
 			opts.Restart = func(ctx context.Context) error {

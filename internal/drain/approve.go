@@ -14,6 +14,7 @@ import (
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/sign"
 )
 
@@ -83,11 +84,11 @@ func (r Request) Check() error {
 	}
 	switch r.Action {
 	case ActRelease, ActHold, ActDrain:
-		if _, err := ParseOwner(string(r.Owner)); err != nil {
+		if _, err := hold.Parse(string(r.Owner)); err != nil {
 			return err
 		}
 	}
-	if r.Action == ActHold && r.Owner.Kind() == OwnerFacility {
+	if r.Action == ActHold && r.Owner.Kind() == hold.Facility {
 		return errors.New("facility holds are placed by alarms, not by requests")
 	}
 	if r.Action == ActHold && (r.Domain == "") == (r.Nodes == "") {

@@ -12,6 +12,7 @@ import (
 	"github.com/seamdc/seam/internal/drain"
 	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/peer/slurmtest"
+	"github.com/seamdc/seam/internal/scheduler/schedtest"
 	"github.com/seamdc/seam/internal/sitegen"
 )
 
@@ -101,7 +102,7 @@ func BenchmarkMemory100k(b *testing.B) {
 		for _, d := range ix.Domains() {
 			_ = ix.Nodes(d)
 		}
-		f := newFake(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: ix.Site()}))
+		f := schedtest.New(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: ix.Site()}))
 		stream := alarm.NewStream()
 		ctl := drain.New(drain.Config{Storm: drain.Storm{MaxNodes: 1 << 20}}, drain.Deps{Index: ix, Scheduler: f, Stream: stream})
 		for _, d := range ix.Domains() {

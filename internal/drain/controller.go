@@ -13,6 +13,9 @@ import (
 
 	"github.com/seamdc/seam/internal/alarm"
 	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/dryrun"
+	"github.com/seamdc/seam/internal/hold"
+	"github.com/seamdc/seam/internal/ledger"
 	"github.com/seamdc/seam/internal/scheduler"
 	"github.com/seamdc/seam/internal/topology/hostlist"
 )
@@ -37,8 +40,9 @@ type Config struct {
 	// hold may be released (default 1 min).
 	ClearFor   time.Duration
 	Checkpoint Checkpoint
-	// DryRun prints every scheduler command instead of running it, and
-	// journals what it would have done.
+	// DryRun: the scheduler is a recording twin (scheduler.DryRun), the
+	// ledger a copy in memory of the real one; the journal records what
+	// it would have done.
 	DryRun bool
 	// AlarmPath reports whether the alarm path (Alertmanager's Watchdog)
 	// is alive; nil: not watched. While it is dead every release is
@@ -99,6 +103,7 @@ type Controller struct {
 	cfg      Config
 	ix       *alarm.Index
 	sched    scheduler.Drainer
+	ledger   *ledger.Ledger
 	stream   *alarm.Stream
 	journal  Journal
 	store    StateStore
@@ -115,15 +120,27 @@ type Controller struct {
 	suppressed map[Owner]string
 	fenced     error // set once a save was refused as fenced: no scheduler write after it
 	onFenced   func(error)
+	ctx        context.Context // for the ledger's writes made under the lock
 }
 
 // Deps are what a controller works with.
 type Deps struct {
-	Index     *alarm.Index
+	Index *alarm.Index
+	// Scheduler is the one scheduler client the ledger applies holds
+	// through; in a dry run, its recording twin.
 	Scheduler scheduler.Drainer
-	Stream    *alarm.Stream
-	Journal   Journal // nil: none
-	Store     *Store  // nil: the state lives in memory only
+	// Ledger keeps the holds: the lifecycle store's, shared with sat
+	// burnin and sat lifecycle. nil: the state's own book (the state
+	// file, or the replicas' ConfigMap). A dry run works on a copy of
+	// it in memory.
+	Ledger hold.Backend
+	// Epoch and Leader fence the ledger's writes (facilityd's leader on
+	// Kubernetes).
+	Epoch   int64
+	Leader  string
+	Stream  *alarm.Stream
+	Journal Journal // nil: none
+	Store   *Store  // nil: the state lives in memory only
 	// StateStore replaces Store: a store shared by replicas, whose Save
 	// fails with ErrFenced once another replica has written (the
 	// Kubernetes backend's ConfigMap).
@@ -198,8 +215,31 @@ func New(cfg Config, d Deps) *Controller {
 	if c.raise == nil {
 		c.raise = func(alarm.Observation) {}
 	}
+	backend := d.Ledger
+	if backend == nil {
+		backend = hold.NewMemory(&c.st.Book, c.persist, c.stillLeads)
+	}
+	if cfg.DryRun {
+		rec := dryrun.New(c.out, c.log)
+		if r, ok := c.sched.(*scheduler.Recording); ok {
+			rec = r.Rec
+		} else {
+			c.sched = scheduler.DryRun(c.sched, rec, "")
+		}
+		if cp, err := hold.Copy(context.Background(), backend, rec); err == nil {
+			backend = cp
+		} else {
+			c.log.Error("the ledger could not be read: the dry run starts from no holds", "error", err)
+			backend = hold.NewMemory(&hold.Book{}, nil, nil)
+		}
+	}
+	c.ledger = &ledger.Ledger{Backend: backend, Sched: c.sched, Clock: c.clk, Log: c.log, Journal: func(kind string, data any) { c.record(kind, data) },
+		Metrics: c.metrics, Epoch: d.Epoch, Leader: d.Leader, DryRun: cfg.DryRun}
 	return c
 }
+
+// Ledger is the ledger of holds the controller writes to.
+func (c *Controller) Ledger() *ledger.Ledger { return c.ledger }
 
 // Config is the policy in force, with its defaults filled.
 func (c *Controller) Config() Config { return c.cfg }
@@ -244,23 +284,60 @@ func (c *Controller) record(kind string, data any) {
 // counted, and the action goes ahead (a local disk that fails must not
 // hold a drain back).
 func (c *Controller) save() {
+	if err := c.persist(); err != nil && !errors.Is(err, ErrFenced) {
+		c.log.Error("state not saved", "error", err)
+		c.metrics.Error("state")
+	}
+}
+
+// persist writes the state (the ledger's book with it, when the state
+// keeps the ledger); a save refused as fenced fences the controller.
+func (c *Controller) persist() error {
 	if c.store == nil || c.cfg.DryRun || c.fenced != nil {
-		return
+		return c.fenced
 	}
 	c.st.Alarms = c.stream.Snapshot()
 	err := c.store.Save(c.st)
+	if errors.Is(err, ErrFenced) {
+		c.fence(err)
+	}
+	return err
+}
+
+// stillLeads saves the state before the ledger writes anything: a
+// replica another has fenced learns it before it touches the scheduler
+// (the intent first). Only a fence refuses: a disk that fails must not
+// hold a drain back.
+func (c *Controller) stillLeads() error {
+	if err := c.persist(); errors.Is(err, ErrFenced) {
+		return err
+	}
+	return nil
+}
+
+// fence stops every write of this controller for good: another replica
+// leads now.
+func (c *Controller) fence(err error) {
+	if c.fenced != nil {
+		return
+	}
+	c.fenced = err
+	c.log.Error("fenced: another replica leads, this one writes nothing more", "error", err)
+	c.metrics.Error("fenced")
+	if c.onFenced != nil {
+		c.onFenced(err)
+	}
+}
+
+// ledgerErr takes an error of the ledger: a fenced write fences the
+// controller; the others are in the journal and the log already.
+func (c *Controller) ledgerErr(err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrFenced):
-		c.fenced = err
-		c.log.Error("fenced: another replica leads, this one writes nothing more", "error", err)
-		c.metrics.Error("fenced")
-		if c.onFenced != nil {
-			c.onFenced(err)
-		}
+		c.fence(err)
 	default:
-		c.log.Error("state not saved", "error", err)
-		c.metrics.Error("state")
+		c.log.Error("ledger", "error", err)
 	}
 }
 
@@ -289,7 +366,7 @@ func (c *Controller) Handle(ctx context.Context, ev alarm.Event) {
 	case alarm.Raised:
 		c.placeFacility(ctx, a, "")
 	case alarm.Cleared:
-		if h := c.st.Holds[FacilityOwner(a.Type, a.Domain)]; h != nil {
+		if h, _ := c.ledger.Hold(ctx, FacilityOwner(a.Type, a.Domain)); h != nil {
 			c.log.Info("alarm cleared: its hold stays until a person approves the release", "owner", h.Owner, "nodes", len(h.Nodes))
 		}
 		c.save()
@@ -301,8 +378,14 @@ func (c *Controller) Handle(ctx context.Context, ev alarm.Event) {
 // guard refuses. approvedBy bypasses the storm guard.
 func (c *Controller) placeFacility(ctx context.Context, a alarm.Alarm, approvedBy string) {
 	owner := FacilityOwner(a.Type, a.Domain)
-	if c.st.Holds[owner] != nil || (approvedBy == "" && c.st.Refused[owner] != nil) {
-		return // idempotent: held already, or waiting for approval
+	if approvedBy == "" && c.st.Refused[owner] != nil {
+		return // waiting for approval
+	}
+	if h, err := c.ledger.Hold(ctx, owner); err != nil {
+		c.log.Error("the ledger could not be read: the hold is placed at the next reconcile", "owner", owner, "error", err)
+		return
+	} else if h != nil {
+		return // idempotent: held already
 	}
 	nodes := c.ix.Nodes(a.Domain)
 	if len(nodes) == 0 {
@@ -322,7 +405,12 @@ func (c *Controller) placeFacility(ctx context.Context, a alarm.Alarm, approvedB
 	}
 	delete(c.suppressed, owner)
 	if approvedBy == "" {
-		if why := c.stormCheck(nodes); why != "" {
+		why, err := c.stormCheck(ctx, nodes)
+		if err != nil {
+			c.log.Error("the ledger could not be read: the hold is placed at the next reconcile", "owner", owner, "error", err)
+			return
+		}
+		if why != "" {
 			c.st.Refused[owner] = &Refusal{Owner: owner, Domain: a.Domain, Nodes: nodes, At: c.clk.Now(), Why: why}
 			c.refuse("storm", owner, why)
 			c.emit = append(c.emit, alarm.Observation{Type: alarm.DrainRefused, Domain: a.Domain, Active: true, Kind: alarm.FromFacilityd,
@@ -335,7 +423,9 @@ func (c *Controller) placeFacility(ctx context.Context, a alarm.Alarm, approvedB
 	if approvedBy != "" {
 		by = approvedBy
 	}
-	c.addHold(ctx, &Hold{Owner: owner, Domain: a.Domain, Nodes: slices.Clone(nodes), Why: a.Detail, Placed: c.clk.Now(), By: by})
+	if _, err := c.addHold(ctx, hold.Hold{Owner: owner, Domain: a.Domain.String(), Nodes: slices.Clone(nodes), Why: a.Detail, Placed: c.clk.Now(), By: by}); err != nil {
+		return
+	}
 	if !a.FirstSeen.IsZero() && !a.LastSeen.IsZero() {
 		c.metrics.Latency(c.clk.Now().Sub(latestRaise(a)))
 	}
@@ -349,23 +439,19 @@ func latestRaise(a alarm.Alarm) time.Time {
 	return a.FirstSeen
 }
 
-func (c *Controller) addHold(ctx context.Context, h *Hold) {
-	now := c.clk.Now()
-	var fresh []string
-	held := c.st.holdsOf(h.Nodes)
-	for _, n := range h.Nodes {
-		if len(held[n]) == 0 {
-			fresh = append(fresh, n)
-		}
+// addHold places h in the ledger, which drains its nodes in the same
+// call; a facility hold's newly drained nodes count in the storm window.
+func (c *Controller) addHold(ctx context.Context, h hold.Hold) (ledger.Result, error) {
+	if c.fenced != nil {
+		return ledger.Result{}, c.fenced
 	}
-	c.st.Holds[h.Owner] = h
-	if h.Owner.Kind() == OwnerFacility && len(fresh) > 0 {
-		c.st.Drains = append(c.st.Drains, DrainMark{At: now, Nodes: fresh})
+	res, err := c.ledger.Place(ctx, h)
+	c.ledgerErr(err)
+	if h.Owner.Kind() == hold.Facility && len(res.Drained) > 0 {
+		c.st.Drains = append(c.st.Drains, DrainMark{At: c.clk.Now(), Nodes: res.Drained})
 	}
-	c.record(RecHold, map[string]any{"owner": h.Owner, "domain": h.Domain.String(), "nodes": hostlist.Compress(h.Nodes), "count": len(h.Nodes), "by": h.By, "why": h.Why})
-	c.metrics.Action("hold", len(h.Nodes))
-	c.save() // the intent first: a crash now drains on restart
-	c.apply(ctx, h.Nodes)
+	c.save()
+	return res, err
 }
 
 func (c *Controller) refuse(reason string, owner Owner, why string) {
@@ -415,9 +501,12 @@ func covers(set, sub []string) bool {
 
 // stormCheck says why draining nodes now would exceed the storm guard,
 // or "".
-func (c *Controller) stormCheck(nodes []string) string {
+func (c *Controller) stormCheck(ctx context.Context, nodes []string) (string, error) {
 	now := c.clk.Now()
-	held := c.st.holdsOf(nodes)
+	held, err := c.ledger.On(ctx, nodes)
+	if err != nil {
+		return "", err
+	}
 	kept := c.st.Drains[:0]
 	size := 0
 	for _, m := range c.st.Drains {
@@ -448,184 +537,10 @@ func (c *Controller) stormCheck(nodes []string) string {
 		}
 	}
 	if total <= limit {
-		return ""
+		return "", nil
 	}
 	return fmt.Sprintf("draining %d more nodes would make %d drained within %s, above the storm guard's %s: approve it with facilityd approve --action drain",
-		fresh, total, c.cfg.Storm.Window, what)
-}
-
-// apply brings the nodes' scheduler state in line with their holds:
-// drain what is held and not drained, update the reason of what
-// facilityd drained, undrain what facilityd drained and nothing holds,
-// and leave every drain and undrain facilityd did not make alone.
-func (c *Controller) apply(ctx context.Context, nodes []string) []string {
-	if len(nodes) == 0 || c.fenced != nil {
-		return nil
-	}
-	now := c.clk.Now()
-	status, err := c.sched.Status(ctx, nodes)
-	if err != nil {
-		c.schedError("status", nodes, err)
-		for _, n := range nodes {
-			if len(c.st.HoldsOn(n)) > 0 && !c.st.node(n).Ours {
-				c.st.node(n).Pending = true
-			}
-		}
-		c.save()
-		return nil
-	}
-	if len(status.Unknown) > 0 {
-		c.schedError("unknown", status.Unknown, fmt.Errorf("%d node(s) of the inventory are unknown to the scheduler: %s", len(status.Unknown), hostlist.Compress(status.Unknown)))
-	}
-	held := c.st.holdsOf(nodes)
-	byReason := map[string][]string{}
-	var undrain []string
-	for _, n := range nodes {
-		ns, known := status.Nodes[n]
-		if !known {
-			continue
-		}
-		owners := held[n]
-		rec := c.st.Nodes[n]
-		if len(owners) == 0 {
-			if rec != nil && rec.Ours && ns.Drained && ns.Reason == rec.Reason {
-				undrain = append(undrain, n)
-			} else {
-				delete(c.st.Nodes, n) // nothing held, nothing of ours: forget it
-			}
-			continue
-		}
-		if rec != nil && len(rec.Overridden) > 0 {
-			if subset(owners, rec.Overridden) {
-				continue // an operator's choice, for these holds
-			}
-			rec.Overridden, rec.Override, rec.OverrideAt = nil, "", time.Time{} // a new hold
-		}
-		rec = c.st.node(n)
-		want := Reason(owners, scheduler.MaxReason)
-		switch {
-		case ns.Drained && (rec.Ours || rec.Pending) && ns.Reason == rec.Reason:
-			if !rec.Ours {
-				rec.Ours, rec.Since = true, now
-			}
-			rec.Pending = false
-			if want != rec.Reason {
-				byReason[want] = append(byReason[want], n)
-			}
-		case ns.Drained && rec.Ours:
-			c.override(n, rec, owners, fmt.Sprintf("drained by %s with reason %q", orSomeone(ns.ReasonBy), ns.Reason))
-			rec.External = ns.Reason
-		case ns.Drained:
-			rec.External, rec.Pending = ns.Reason, false // never overwritten, never undone
-		case rec.Ours:
-			c.override(n, rec, owners, "undrained by an operator")
-		default:
-			byReason[want] = append(byReason[want], n)
-		}
-	}
-	c.drain(ctx, byReason)
-	returned := c.undrain(ctx, undrain)
-	c.save()
-	return returned
-}
-
-func orSomeone(s string) string {
-	if s == "" {
-		return "someone"
-	}
-	return s
-}
-
-func subset(a, b []Owner) bool {
-	for _, o := range a {
-		if !slices.Contains(b, o) {
-			return false
-		}
-	}
-	return true
-}
-
-func (c *Controller) override(n string, rec *NodeRecord, owners []Owner, what string) {
-	rec.Ours, rec.Pending = false, false
-	rec.Overridden, rec.Override, rec.OverrideAt = slices.Clone(owners), what, c.clk.Now()
-	c.record(RecOverride, map[string]any{"node": n, "what": what, "holds": owners})
-	c.log.Warn("an operator's own action on a held node: facilityd leaves it alone", "node", n, "what", what, "holds", owners)
-}
-
-func (c *Controller) schedError(op string, nodes []string, err error) {
-	c.record(RecError, map[string]any{"op": op, "nodes": hostlist.Compress(nodes), "error": err.Error()})
-	c.metrics.Error(op)
-	c.log.Error("scheduler", "op", op, "nodes", len(nodes), "error", err)
-}
-
-func (c *Controller) drain(ctx context.Context, byReason map[string][]string) {
-	reasons := make([]string, 0, len(byReason))
-	for r := range byReason {
-		reasons = append(reasons, r)
-	}
-	slices.Sort(reasons)
-	for _, reason := range reasons {
-		nodes := byReason[reason]
-		for _, n := range nodes {
-			rec := c.st.node(n)
-			if !rec.Ours {
-				rec.Pending = true
-			}
-			rec.Reason = reason
-		}
-		c.save()
-		if c.fenced != nil {
-			return
-		}
-		op := scheduler.Op{Kind: "drain", Nodes: nodes, Reason: reason}
-		if c.cfg.DryRun {
-			c.dry(op)
-		} else if err := c.sched.Drain(ctx, nodes, reason); err != nil {
-			c.schedError("drain", nodes, err)
-			continue
-		}
-		now := c.clk.Now()
-		for _, n := range nodes {
-			rec := c.st.node(n)
-			if !rec.Ours {
-				rec.Ours, rec.Since = true, now
-			}
-			rec.Pending = false
-		}
-		c.record(RecDrain, map[string]any{"nodes": hostlist.Compress(nodes), "count": len(nodes), "reason": reason})
-		c.metrics.Action("drain", len(nodes))
-		c.log.Info("drained", "nodes", hostlist.Compress(nodes), "count", len(nodes), "reason", reason)
-	}
-}
-
-func (c *Controller) undrain(ctx context.Context, nodes []string) []string {
-	if len(nodes) == 0 || c.fenced != nil {
-		return nil
-	}
-	if c.save(); c.fenced != nil { // the intent first: a replica that no longer leads returns nothing
-		return nil
-	}
-	op := scheduler.Op{Kind: "undrain", Nodes: nodes}
-	if c.cfg.DryRun {
-		c.dry(op)
-	} else if err := c.sched.Undrain(ctx, nodes); err != nil {
-		c.schedError("undrain", nodes, err)
-		return nil
-	}
-	for _, n := range nodes {
-		delete(c.st.Nodes, n)
-	}
-	c.record(RecUndrain, map[string]any{"nodes": hostlist.Compress(nodes), "count": len(nodes)})
-	c.metrics.Action("undrain", len(nodes))
-	c.log.Info("returned", "nodes", hostlist.Compress(nodes), "count", len(nodes))
-	return nodes
-}
-
-func (c *Controller) dry(op scheduler.Op) {
-	for _, cmd := range c.sched.Commands(op) {
-		fmt.Fprintf(c.out, "would run: %s\n", cmd)
-		c.record(RecDryRun, map[string]any{"command": cmd})
-	}
+		fresh, total, c.cfg.Storm.Window, what), nil
 }
 
 // checkpoint sends checkpoint_now to the running jobs on nodes that
@@ -651,10 +566,7 @@ func (c *Controller) checkpoint(ctx context.Context, owner Owner, nodes []string
 		if !ok || !c.st.Signaled[j.ID].IsZero() {
 			continue
 		}
-		op := scheduler.Op{Kind: "signal", Job: j.ID, Signal: cp.Signal, Full: full}
-		if c.cfg.DryRun {
-			c.dry(op)
-		} else if err := c.sched.Signal(ctx, j.ID, cp.Signal, full); err != nil {
+		if err := c.sched.Signal(ctx, j.ID, cp.Signal, full); err != nil {
 			c.schedError("signal", j.Nodes, fmt.Errorf("job %s: %w", j.ID, err))
 			continue
 		}
@@ -677,4 +589,10 @@ func optedIn(j scheduler.Job, cp Checkpoint) (full, ok bool) {
 		}
 	}
 	return false, j.QOS != "" && slices.Contains(cp.QOS, j.QOS)
+}
+
+func (c *Controller) schedError(op string, nodes []string, err error) {
+	c.record(RecError, map[string]any{"op": op, "nodes": hostlist.Compress(nodes), "error": err.Error()})
+	c.metrics.Error(op)
+	c.log.Error("scheduler", "op", op, "nodes", len(nodes), "error", err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/seamdc/seam/internal/alarm"
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/drain"
+	"github.com/seamdc/seam/internal/scheduler/schedtest"
 )
 
 // fencingStore is a shared store that refuses saves from the nth on,
@@ -49,7 +50,7 @@ func TestFencedControllerWritesNothing(t *testing.T) {
 		"no failure": {nil, 288, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFake(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: ix.Site()}))
+			f := schedtest.New(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: ix.Site()}))
 			store := &fencingStore{from: 1, err: tc.err}
 			var calls int
 			stream := alarm.NewStream()
@@ -58,7 +59,7 @@ func TestFencedControllerWritesNothing(t *testing.T) {
 			ev := stream.Observe(alarm.Observation{Type: alarm.CoolingRedundancyLost, Domain: l2, Active: true, Kind: alarm.FromDevice, Source: "t", At: t0})
 			ctl.Handle(context.Background(), ev)
 			ctl.Reconcile(context.Background())
-			require.Equal(t, tc.wantDrains, f.drainedCount())
+			require.Equal(t, tc.wantDrains, f.DrainedCount())
 			if tc.fenced {
 				require.ErrorIs(t, ctl.Fenced(), drain.ErrFenced)
 				require.Equal(t, 1, calls)
@@ -76,11 +77,11 @@ func TestFencedControllerWritesNothing(t *testing.T) {
 func TestNoStoreKeepsStateInMemory(t *testing.T) {
 	ix := exampleIndex(t)
 	l2 := alarm.Domain{Kind: alarm.CoolingLoop, Value: "l2"}
-	f := newFake(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: ix.Site()}))
+	f := schedtest.New(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: ix.Site()}))
 	stream := alarm.NewStream()
 	ctl := drain.New(drain.Config{}, drain.Deps{Index: ix, Scheduler: f, Stream: stream, Clock: clock.NewFake(t0)})
 	ev := stream.Observe(alarm.Observation{Type: alarm.CoolingRedundancyLost, Domain: l2, Active: true, Kind: alarm.FromDevice, Source: "t", At: t0})
 	ctl.Handle(context.Background(), ev)
-	require.Equal(t, 288, f.drainedCount())
+	require.Equal(t, 288, f.DrainedCount())
 	require.NoError(t, ctl.Fenced())
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +20,7 @@ import (
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/drain"
-	"github.com/seamdc/seam/internal/scheduler"
+	"github.com/seamdc/seam/internal/scheduler/schedtest"
 	"github.com/seamdc/seam/internal/sign"
 )
 
@@ -44,144 +43,6 @@ func exampleIndex(t testing.TB) *alarm.Index {
 	return index
 }
 
-// fakeSched is a hand-written scheduler: nodes with a drain flag and a
-// reason, calls recorded, failures on demand.
-type fakeSched struct {
-	mu      sync.Mutex
-	known   map[string]bool
-	nodes   map[string]scheduler.NodeStatus
-	calls   []string
-	drains  [][]string
-	jobs    []scheduler.Job
-	signals []string
-	failOps map[string]error // op → error to return once per call while set
-}
-
-func newFake(names []string) *fakeSched {
-	f := &fakeSched{known: map[string]bool{}, nodes: map[string]scheduler.NodeStatus{}, failOps: map[string]error{}}
-	for _, n := range names {
-		f.known[n] = true
-	}
-	return f
-}
-
-func (f *fakeSched) Status(_ context.Context, names []string) (scheduler.Status, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.failOps["status"]; err != nil {
-		return scheduler.Status{}, err
-	}
-	st := scheduler.Status{Nodes: map[string]scheduler.NodeStatus{}}
-	for _, n := range names {
-		if !f.known[n] {
-			st.Unknown = append(st.Unknown, n)
-			continue
-		}
-		ns, ok := f.nodes[n]
-		if !ok {
-			ns = scheduler.NodeStatus{Name: n, State: "idle"}
-		}
-		st.Nodes[n] = ns
-	}
-	return st, nil
-}
-
-func (f *fakeSched) Drain(_ context.Context, names []string, reason string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, fmt.Sprintf("drain %d %s", len(names), reason))
-	if err := f.failOps["drain"]; err != nil {
-		return err
-	}
-	f.drains = append(f.drains, slices.Clone(names))
-	for _, n := range names {
-		f.nodes[n] = scheduler.NodeStatus{Name: n, State: "drained", Drained: true, Reason: reason, ReasonBy: "root"}
-	}
-	return nil
-}
-
-func (f *fakeSched) Undrain(_ context.Context, names []string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, fmt.Sprintf("undrain %d", len(names)))
-	if err := f.failOps["undrain"]; err != nil {
-		return err
-	}
-	for _, n := range names {
-		delete(f.nodes, n)
-	}
-	return nil
-}
-
-func (f *fakeSched) Jobs(_ context.Context, names []string) ([]scheduler.Job, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []scheduler.Job
-	for _, j := range f.jobs {
-		for _, n := range j.Nodes {
-			if slices.Contains(names, n) {
-				out = append(out, j)
-				break
-			}
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeSched) Signal(_ context.Context, job, sig string, full bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.signals = append(f.signals, fmt.Sprintf("%s %s full=%v", job, sig, full))
-	return nil
-}
-
-func (f *fakeSched) Commands(op scheduler.Op) []string { return (&scheduler.Slurm{}).Commands(op) }
-
-// operator drains or undrains a node by hand.
-func (f *fakeSched) operator(n string, drained bool, reason string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !drained {
-		delete(f.nodes, n)
-		return
-	}
-	f.nodes[n] = scheduler.NodeStatus{Name: n, State: "drained", Drained: true, Reason: reason, ReasonBy: "alice"}
-}
-
-func (f *fakeSched) node(n string) scheduler.NodeStatus {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.nodes[n]
-}
-
-func (f *fakeSched) drainedCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, s := range f.nodes {
-		if s.Drained {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *fakeSched) callList() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
-
-func (f *fakeSched) fail(op string, err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err == nil {
-		delete(f.failOps, op)
-	} else {
-		f.failOps[op] = err
-	}
-}
-
 var t0 = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 
 // env is a controller on the example site with a fake scheduler, a fake
@@ -191,7 +52,7 @@ type env struct {
 	clk     *clock.Fake
 	ix      *alarm.Index
 	stream  *alarm.Stream
-	sched   *fakeSched
+	sched   *schedtest.Fake
 	ctl     *drain.Controller
 	journal *drain.Memory
 	store   *drain.Store
@@ -215,7 +76,7 @@ func (f *fakeSilences) Matching(context.Context, alarm.Type, alarm.Domain) (*ala
 
 func newEnv(t *testing.T, mod func(*drain.Config)) *env {
 	ix := exampleIndex(t)
-	e := &env{t: t, clk: clock.NewFake(t0), ix: ix, stream: alarm.NewStream(), sched: newFake(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: "threemodule"})),
+	e := &env{t: t, clk: clock.NewFake(t0), ix: ix, stream: alarm.NewStream(), sched: schedtest.New(ix.Nodes(alarm.Domain{Kind: alarm.Site, Value: "threemodule"})),
 		journal: &drain.Memory{}, store: &drain.Store{Path: filepath.Join(t.TempDir(), "state.json")}, alive: true, sil: &fakeSilences{},
 		keys: map[string]ssh.Signer{}}
 	e.cfg = drain.Config{ClearFor: time.Minute, Checkpoint: drain.Checkpoint{Enabled: true}, AlarmPath: func() bool { return e.alive }}

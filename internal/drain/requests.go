@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seamdc/seam/internal/alarm"
+	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/topology/hostlist"
 )
 
@@ -18,13 +19,17 @@ type Result struct {
 	Owner  Owner  `json:"owner,omitempty"`
 	// Returned are the nodes given back to the scheduler.
 	Returned []string `json:"returned,omitempty"`
-	// Kept are nodes still held, by whom.
+	// Kept are nodes still held, by whom: facilityd never returns a
+	// node another owner of the ledger still holds.
 	Kept map[string][]Owner `json:"kept,omitempty"`
 	// Left are nodes facilityd leaves as they are: an operator's own
 	// drain, or an operator's undrain.
 	Left    []string `json:"left,omitempty"`
 	Drained int      `json:"drained,omitempty"`
-	Message string   `json:"message"`
+	// DryRun: nothing was written; Returned are the nodes a run would
+	// have returned.
+	DryRun  bool   `json:"dry_run,omitempty"`
+	Message string `json:"message"`
 }
 
 // RefusedError is a request facilityd refuses, and why.
@@ -79,7 +84,7 @@ func (c *Controller) refuseRequest(a Approval, reasons ...string) (Result, error
 }
 
 // releaseBlockers says why h may not be released now.
-func (c *Controller) releaseBlockers(h *Hold) []string {
+func (c *Controller) releaseBlockers(h *hold.Hold) []string {
 	now := c.clk.Now()
 	var why []string
 	if c.cfg.AlarmPath != nil && !c.cfg.AlarmPath() {
@@ -90,7 +95,7 @@ func (c *Controller) releaseBlockers(h *Hold) []string {
 			why = append(why, "alarm_path_dead is active: "+a.Detail)
 		}
 	}
-	t, d, facility := h.Owner.Facility()
+	t, d, facility := FacilityOf(h.Owner)
 	if !facility {
 		return why
 	}
@@ -133,40 +138,43 @@ func inWindow(ts []time.Time, now time.Time, w time.Duration) int {
 }
 
 func (c *Controller) release(ctx context.Context, a Approval) (Result, error) {
-	h := c.st.Holds[a.Owner]
+	h, err := c.ledger.Hold(ctx, a.Owner)
+	if err != nil {
+		return Result{}, fmt.Errorf("the ledger could not be read: %w", err)
+	}
 	if h == nil {
-		return c.refuseRequest(a, fmt.Sprintf("no hold of %s (holds: %s)", a.Owner, c.ownerList()))
+		return c.refuseRequest(a, fmt.Sprintf("no hold of %s (holds: %s)", a.Owner, c.ownerList(ctx)))
 	}
 	if why := c.releaseBlockers(h); len(why) > 0 {
 		return c.refuseRequest(a, why...)
 	}
-	delete(c.st.Holds, a.Owner)
-	c.record(RecRelease, map[string]any{"owner": a.Owner, "nodes": hostlist.Compress(h.Nodes), "count": len(h.Nodes), "by": a.By, "key": a.Key, "why": a.Why})
-	c.metrics.Action("release", len(h.Nodes))
-	c.save()
-	returned := c.apply(ctx, h.Nodes)
-	res := Result{Action: ActRelease, Owner: a.Owner, Returned: returned, Kept: map[string][]Owner{}}
-	for _, n := range h.Nodes {
-		if slices.Contains(returned, n) {
-			continue
-		}
-		if owners := c.st.HoldsOn(n); len(owners) > 0 {
-			res.Kept[n] = owners
-		} else {
-			res.Left = append(res.Left, n)
-		}
+	if c.fenced != nil {
+		return Result{}, c.fenced
 	}
-	res.Message = fmt.Sprintf("released %s, approved by %s: %d node(s) returned, %d still held by other holds, %d left as an operator set them",
-		a.Owner, a.By, len(returned), len(res.Kept), len(res.Left))
+	lr, err := c.ledger.Release(ctx, a.Owner, nil, a.By, a.Why)
+	c.ledgerErr(err)
+	c.save()
+	res := Result{Action: ActRelease, Owner: a.Owner, Returned: lr.Returned, Kept: lr.Kept, Left: lr.Left, DryRun: c.cfg.DryRun}
+	verb := "released"
+	if c.cfg.DryRun {
+		verb = "would release"
+	}
+	res.Message = fmt.Sprintf("%s %s, approved by %s: %s", verb, a.Owner, a.By, lr.Describe())
+	if err != nil {
+		res.Message += "; " + err.Error()
+	}
 	return res, nil
 }
 
-func (c *Controller) ownerList() string {
-	var out []string
-	for o := range c.st.Holds {
-		out = append(out, string(o))
+func (c *Controller) ownerList(ctx context.Context) string {
+	holds, err := c.ledger.All(ctx)
+	if err != nil {
+		return "unknown: " + err.Error()
 	}
-	slices.Sort(out)
+	var out []string
+	for _, h := range holds {
+		out = append(out, string(h.Owner))
+	}
 	if len(out) == 0 {
 		return "none"
 	}
@@ -174,7 +182,9 @@ func (c *Controller) ownerList() string {
 }
 
 func (c *Controller) hold(ctx context.Context, a Approval) (Result, error) {
-	if c.st.Holds[a.Owner] != nil {
+	if h, err := c.ledger.Hold(ctx, a.Owner); err != nil {
+		return Result{}, fmt.Errorf("the ledger could not be read: %w", err)
+	} else if h != nil {
 		return c.refuseRequest(a, fmt.Sprintf("%s holds nodes already: release it first, or use another owner name", a.Owner))
 	}
 	var nodes []string
@@ -196,8 +206,17 @@ func (c *Controller) hold(ctx context.Context, a Approval) (Result, error) {
 	if len(nodes) == 0 {
 		return c.refuseRequest(a, "the hold would hold no nodes")
 	}
-	c.addHold(ctx, &Hold{Owner: a.Owner, Domain: d, Nodes: nodes, Why: a.Why, Placed: c.clk.Now(), By: a.By})
-	return Result{Action: ActHold, Owner: a.Owner, Drained: len(nodes), Message: fmt.Sprintf("%s holds %d node(s), placed by %s", a.Owner, len(nodes), a.By)}, nil
+	domain := ""
+	if !d.IsZero() {
+		domain = d.String()
+	}
+	lr, err := c.addHold(ctx, hold.Hold{Owner: a.Owner, Domain: domain, Nodes: nodes, Why: a.Why, Placed: c.clk.Now(), By: a.By})
+	res := Result{Action: ActHold, Owner: a.Owner, Drained: len(lr.Drained), DryRun: c.cfg.DryRun,
+		Message: fmt.Sprintf("%s holds %d node(s), placed by %s: %d drained", a.Owner, len(nodes), a.By, len(lr.Drained))}
+	if err != nil {
+		res.Message += "; " + err.Error()
+	}
+	return res, nil
 }
 
 func (c *Controller) approveDrain(ctx context.Context, a Approval) (Result, error) {
@@ -205,7 +224,7 @@ func (c *Controller) approveDrain(ctx context.Context, a Approval) (Result, erro
 	if r == nil {
 		return c.refuseRequest(a, fmt.Sprintf("no refused drain of %s", a.Owner))
 	}
-	t, d, _ := a.Owner.Facility()
+	t, d, _ := FacilityOf(a.Owner)
 	al, ok := c.stream.Get(t, d)
 	if !ok || !al.Active {
 		delete(c.st.Refused, a.Owner)

@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/seamdc/seam/internal/alarm"
+	"github.com/seamdc/seam/internal/hold"
 )
 
 // StateFormat is the state file's format.
@@ -20,10 +19,10 @@ const StateFormat = "seam.facilityd-state/v1"
 type State struct {
 	Format string `json:"format"`
 	Site   string `json:"site"`
-	// Holds by owner.
-	Holds map[Owner]*Hold `json:"holds"`
-	// Nodes facilityd has drained, or means to, or must leave alone.
-	Nodes map[string]*NodeRecord `json:"nodes"`
+	// Book is the ledger of holds when no lifecycle store keeps it: the
+	// holds by owner, and what the ledger knows of each node (whether
+	// seam drained it, or whose drain or undrain it leaves alone).
+	hold.Book
 	// Refused are drains the storm guard refused, waiting for approval.
 	Refused map[Owner]*Refusal `json:"refused,omitempty"`
 	// Suppressions in force: planned maintenance, running plans.
@@ -37,27 +36,6 @@ type State struct {
 	Signaled map[string]time.Time `json:"signaled,omitempty"`
 	// Alarms as the stream had them.
 	Alarms []alarm.Alarm `json:"alarms,omitempty"`
-}
-
-// NodeRecord is what facilityd knows of one node.
-type NodeRecord struct {
-	// Ours: facilityd drained the node (it was not drained before), with
-	// Reason.
-	Ours   bool      `json:"ours,omitempty"`
-	Reason string    `json:"reason,omitempty"`
-	Since  time.Time `json:"since,omitzero"`
-	// Pending: facilityd means to drain it and has not seen it drained
-	// yet (a crash, a scheduler that refused or timed out).
-	Pending bool `json:"pending,omitempty"`
-	// External is the reason of a drain facilityd did not make: it is
-	// never overwritten, and never undone.
-	External string `json:"external,omitempty"`
-	// Overridden: an operator undrained the node, or drained it with
-	// their own reason, while these holds were on it. facilityd leaves
-	// it alone until a hold not in the list comes.
-	Overridden []Owner   `json:"overridden,omitempty"`
-	OverrideAt time.Time `json:"override_at,omitzero"`
-	Override   string    `json:"override,omitempty"`
 }
 
 // Refusal is a drain the storm guard refused.
@@ -86,77 +64,7 @@ type DrainMark struct {
 
 // NewState returns an empty state for site.
 func NewState(site string) *State {
-	return &State{Format: StateFormat, Site: site, Holds: map[Owner]*Hold{}, Nodes: map[string]*NodeRecord{}, Refused: map[Owner]*Refusal{},
-		Nonces: map[string]time.Time{}}
-}
-
-// node returns n's record, creating it.
-func (s *State) node(n string) *NodeRecord {
-	r := s.Nodes[n]
-	if r == nil {
-		r = &NodeRecord{}
-		s.Nodes[n] = r
-	}
-	return r
-}
-
-// HoldsOn lists the owners holding n, sorted.
-func (s *State) HoldsOn(n string) []Owner {
-	var out []Owner
-	for o, h := range s.Holds {
-		if _, ok := slices.BinarySearch(h.Nodes, n); ok {
-			out = append(out, o)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// holdsOf maps each of nodes that a hold holds to its owners, sorted:
-// holdsByNode for the nodes an action touches, in time proportional to
-// what is held, not to it times the holds (a hold's nodes are sorted).
-func (s *State) holdsOf(nodes []string) map[string][]Owner {
-	out := map[string][]Owner{}
-	if len(nodes) == 0 || len(s.Holds) == 0 {
-		return out
-	}
-	want := make(map[string]struct{}, len(nodes))
-	for _, n := range nodes {
-		want[n] = struct{}{}
-	}
-	for _, o := range slices.Sorted(maps.Keys(s.Holds)) {
-		held := s.Holds[o].Nodes
-		if len(want)*16 < len(held) { // few nodes asked: search the hold
-			for n := range want {
-				if _, ok := slices.BinarySearch(held, n); ok {
-					out[n] = append(out[n], o)
-				}
-			}
-			continue
-		}
-		for _, n := range held {
-			if _, ok := want[n]; ok {
-				out[n] = append(out[n], o)
-			}
-		}
-	}
-	return out
-}
-
-// holdsByNode maps every held node to its owners, sorted.
-func (s *State) holdsByNode() map[string][]Owner {
-	out := map[string][]Owner{}
-	owners := make([]Owner, 0, len(s.Holds))
-	for o := range s.Holds {
-		owners = append(owners, o)
-	}
-	slices.Sort(owners)
-	for _, o := range owners {
-		for _, n := range s.Holds[o].Nodes {
-			out[n] = append(out[n], o)
-		}
-	}
-	return out
+	return &State{Format: StateFormat, Site: site, Book: hold.NewBook(), Refused: map[Owner]*Refusal{}, Nonces: map[string]time.Time{}}
 }
 
 // StateStore keeps the state: a file (Store) for one facilityd, a
@@ -166,8 +74,10 @@ type StateStore interface {
 }
 
 // ErrFenced is a save refused because another replica has written the
-// state since this one read it: it is no longer the leader.
-var ErrFenced = errors.New("fenced: the state was written by another replica")
+// state since this one read it, or a ledger write refused because a
+// newer leader has written the ledger: this replica is no longer the
+// leader.
+var ErrFenced = hold.ErrFenced
 
 // Store keeps the state in a file, replaced atomically.
 type Store struct {
@@ -199,25 +109,17 @@ func DecodeState(what string, b []byte, site string) (*State, error) {
 	case s.Site != site:
 		return nil, fmt.Errorf("facilityd state %s is of site %q, not %q", what, s.Site, site)
 	}
-	for _, m := range []any{&s.Holds, &s.Nodes, &s.Refused, &s.Nonces} {
-		switch m := m.(type) {
-		case *map[Owner]*Hold:
-			if *m == nil {
-				*m = map[Owner]*Hold{}
-			}
-		case *map[string]*NodeRecord:
-			if *m == nil {
-				*m = map[string]*NodeRecord{}
-			}
-		case *map[Owner]*Refusal:
-			if *m == nil {
-				*m = map[Owner]*Refusal{}
-			}
-		case *map[string]time.Time:
-			if *m == nil {
-				*m = map[string]time.Time{}
-			}
-		}
+	if s.Holds == nil {
+		s.Holds = map[Owner]*hold.Hold{}
+	}
+	if s.Nodes == nil {
+		s.Nodes = map[string]*hold.Record{}
+	}
+	if s.Refused == nil {
+		s.Refused = map[Owner]*Refusal{}
+	}
+	if s.Nonces == nil {
+		s.Nonces = map[string]time.Time{}
 	}
 	return s, nil
 }

@@ -40,19 +40,22 @@ const (
 // Version". The store keeps its exact bytes with the signature, so that
 // anyone can check every change again (sat lifecycle check).
 type Statement struct {
-	Type        string     `json:"type"`
-	Store       string     `json:"store"`
-	Site        string     `json:"site"`
-	Action      string     `json:"action"`
-	Element     string     `json:"element"`
-	Version     int64      `json:"version"`
-	From        State      `json:"from,omitempty"`
-	To          State      `json:"to,omitempty"`
-	Only        bool       `json:"only,omitempty"`
-	Replacement string     `json:"replacement,omitempty"`
-	Hold        *HoldRef   `json:"hold,omitempty"`
-	Reason      string     `json:"reason"`
-	Evidence    []Evidence `json:"evidence,omitempty"`
+	Type        string   `json:"type"`
+	Store       string   `json:"store"`
+	Site        string   `json:"site"`
+	Action      string   `json:"action"`
+	Element     string   `json:"element"`
+	Version     int64    `json:"version"`
+	From        State    `json:"from,omitempty"`
+	To          State    `json:"to,omitempty"`
+	Only        bool     `json:"only,omitempty"`
+	Replacement string   `json:"replacement,omitempty"`
+	Hold        *HoldRef `json:"hold,omitempty"`
+	// Nodes are every node a hold change is on, when it is on more than
+	// Element (the first of them).
+	Nodes    []string   `json:"nodes,omitempty"`
+	Reason   string     `json:"reason"`
+	Evidence []Evidence `json:"evidence,omitempty"`
 	// Digest is the sha256 of the document the change carries: an
 	// as-built file, a reconcile report, a policy.
 	Digest string `json:"digest,omitempty"`
@@ -241,4 +244,14 @@ func verifyStatement(p *Policy, msg []byte, signature string) (*Statement, error
 		return nil, &AccessError{Actor: st.By, Action: st.Action, Detail: fmt.Sprintf("the signature by %s does not match the statement: %v", fp, err)}
 	}
 	return st, nil
+}
+
+// Actor is who a authenticates as under the store's policy in force:
+// ssh:PRINCIPAL or db:ROLE.
+func (s *Store) Actor(ctx context.Context, a Auth) (string, error) {
+	pv, err := s.currentPolicy(ctx, s.db)
+	if err != nil {
+		return "", err
+	}
+	return s.actor(ctx, a, pv.P)
 }

@@ -116,7 +116,8 @@ func (s *Store) checkHolds(ctx context.Context, r *CheckReport, problem func(str
 			problem("event %d: %v", seq, err)
 			continue
 		}
-		id := h.Node + "\x00" + h.Kind + "\x00" + h.Owner
+		h = h.normalize()
+		id := h.Node + "\x00" + string(h.Owner)
 		if kind == EvHoldSet {
 			want[id] = h
 		} else {
@@ -133,14 +134,14 @@ func (s *Store) checkHolds(ctx context.Context, r *CheckReport, problem func(str
 	}
 	r.Holds = len(have)
 	for _, h := range have {
-		id := h.Node + "\x00" + h.Kind + "\x00" + h.Owner
+		id := h.Node + "\x00" + string(h.Owner)
 		if _, ok := want[id]; !ok {
-			problem("hold %s on %s by %s has no event that set it", h.Kind, h.Node, h.Owner)
+			problem("hold %s on %s (by %s) has no event that set it", h.Owner, h.Node, h.By)
 		}
 		delete(want, id)
 	}
 	for _, h := range want {
-		problem("hold %s on %s by %s was set and never released, but is not held", h.Kind, h.Node, h.Owner)
+		problem("hold %s on %s (by %s) was set and never released, but is not held", h.Owner, h.Node, h.By)
 	}
 	return nil
 }

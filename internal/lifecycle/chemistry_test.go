@@ -137,6 +137,7 @@ func testChemistryMigrates(t *testing.T, e *engine) {
 	ctx := context.Background()
 	clk := newClock()
 	s, cfg := stageCfg(t, e, clk, "design")
+	undoLedger(t, e, s, nil)
 	undo := []string{"DROP TABLE chem_samples", "DELETE FROM seam_schema WHERE version = 2"}
 	if e.name == lifecycle.Postgres {
 		undo = append(undo, "DROP FUNCTION seam_chem_append_only()")
@@ -155,7 +156,7 @@ func testChemistryMigrates(t *testing.T, e *engine) {
 	defer again.Close()
 	after, err := again.Info(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 2, after.Schema)
+	assert.Equal(t, lifecycle.SchemaVersion(), after.Schema)
 	assert.Equal(t, before.Events, after.Events)
 	withChemist(t, again)
 	_, err = again.RecordSample(ctx, as(t, "operator"), lifecycle.Sample{Loop: "l2/loop", SampleID: "M-1", Taken: clk.Now().Add(-time.Hour), Lab: "lab", PH: num(9)})

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/seamdc/seam/internal/dryrun"
 	"github.com/seamdc/seam/internal/inventory"
 )
 
@@ -23,6 +24,15 @@ func Init(ctx context.Context, cfg Config, a Auth, g *inventory.Graph, policy *P
 		if err := policy.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.DryRun.Active() {
+		// no store is made: say what it would hold
+		if g.Site == nil || g.Site.Name == "" {
+			return nil, errors.New("init: the inventory has no site")
+		}
+		cfg.DryRun.Would(dryrun.Store, "create the lifecycle store %s for site %s: %d elements in state design, an access policy of %d member(s)",
+			cfg.Store, g.Site.Name, len(elementsOf(g)), len(policy.Members))
+		return nil, nil
 	}
 	cfg.Create = true
 	s, err := Open(ctx, cfg)

@@ -88,7 +88,7 @@ func testKill(t *testing.T, e *engine) {
 	other, err := lifecycle.Open(ctx, impatient)
 	require.NoError(t, err)
 	defer other.Close()
-	_, err = other.SetHold(ctx, as(t, "operator"), "ma/r01/compute-01", lifecycle.HoldPerson, "x")
+	err = other.SetHold(ctx, as(t, "operator"), "ma/r01/compute-01", "person:operator", "x")
 	var se *lifecycle.StoreError
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Equal(t, lifecycle.StoreLocked, se.Kind)

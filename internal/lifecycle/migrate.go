@@ -192,3 +192,24 @@ func (s *Store) openError(err error) error {
 	}
 	return w
 }
+
+// checkSchema is a dry run's migrate: it reads the schema version and
+// refuses a store this seam would have to migrate (a dry run changes
+// nothing) or cannot read.
+func (s *Store) checkSchema(ctx context.Context) error {
+	ms, err := migrations(s.engine)
+	if err != nil {
+		return err
+	}
+	cur, tool, err := s.schemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.refuseNewer(cur, tool, len(ms)); err != nil {
+		return err
+	}
+	if cur < len(ms) {
+		return &StoreError{Store: s.name, Kind: StoreSchema, Err: fmt.Errorf("the store is at schema version %d and this seam migrates it to %d when it opens it: a dry run changes nothing, so run one command without --dry-run first", cur, len(ms))}
+	}
+	return nil
+}

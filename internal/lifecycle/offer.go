@@ -17,6 +17,8 @@ type Offer struct {
 	Why      string `json:"why,omitempty"` // why not, when not ready
 	Command  string `json:"command"`       // the sat lifecycle command that makes it
 	Evidence string `json:"evidence"`
+	// Only: the element moves alone (a part of a node in service).
+	Only bool `json:"only,omitempty"`
 }
 
 // OfferSAT says which transition the SAT bundle in dir allows: its
@@ -75,7 +77,9 @@ func (s *Store) Commission(ctx context.Context, a Auth, dir, reason string) (*Mo
 }
 
 // OfferBaseline says which transition a node's baseline allows: the
-// node from commissioned to provisioned.
+// node from commissioned to provisioned; or, for a node in service one
+// of whose parts came back from RMA (a replacement fitted, the part
+// commissioned, the node held burnin:swap), that part, alone.
 func (s *Store) OfferBaseline(ctx context.Context, file string) (Offer, error) {
 	b, _, err := ReadBaseline(file)
 	if err != nil {
@@ -85,19 +89,32 @@ func (s *Store) OfferBaseline(ctx context.Context, file string) (Offer, error) {
 	if err != nil {
 		return Offer{}, err
 	}
-	o := Offer{Element: key, From: Commissioned, To: Provisioned, Evidence: file,
-		Command: fmt.Sprintf("sat lifecycle move %s provisioned --baseline %s --reason %q", key, file, "burn-in baseline")}
-	el, err := s.element(ctx, s.db, key)
+	node, err := s.element(ctx, s.db, key)
 	if err != nil {
-		return o, err
+		return Offer{}, err
+	}
+	target := node
+	if node.State != Commissioned {
+		parts, err := s.queryOn(ctx, s.db, "SELECT "+elementCols+" FROM elements WHERE parent = ? AND state = ? ORDER BY key", key, string(Commissioned))
+		if err != nil {
+			return Offer{}, err
+		}
+		if len(parts) > 0 {
+			target = parts[0]
+		}
+	}
+	o := Offer{Element: target.Key, From: Commissioned, To: Provisioned, Evidence: file, Only: target != node,
+		Command: fmt.Sprintf("sat lifecycle move %s provisioned --baseline %s --reason %q", target.Key, file, "burn-in baseline")}
+	if o.Only {
+		o.Command = fmt.Sprintf("sat lifecycle move %s provisioned --only --baseline %s --reason %q", target.Key, file, "burn-in baseline after the swap")
 	}
 	switch {
-	case el.State != Commissioned:
-		o.Why = fmt.Sprintf("%s is %s, not commissioned", key, el.State)
+	case target.State != Commissioned:
+		o.Why = fmt.Sprintf("%s is %s, not commissioned, and no part of it is", key, node.State)
 	case !b.Passed:
 		o.Why = "the burn-in did not pass"
-	case b.Serial != el.Serial:
-		o.Why = fmt.Sprintf("the baseline is of serial %s, %s holds %s", b.Serial, key, el.Serial)
+	case b.Serial != node.Serial:
+		o.Why = fmt.Sprintf("the baseline is of serial %s, %s holds %s", b.Serial, key, node.Serial)
 	default:
 		o.Ready = true
 	}
@@ -105,14 +122,35 @@ func (s *Store) OfferBaseline(ctx context.Context, file string) (Offer, error) {
 }
 
 // Provision moves the node of a baseline (and its parts) to
-// provisioned.
+// provisioned; for a node in service, each of its parts that came back
+// from RMA, which releases the node's burnin:swap hold once none is
+// left. It returns the last move.
 func (s *Store) Provision(ctx context.Context, a Auth, file, reason string) (*Moved, error) {
-	o, err := s.OfferBaseline(ctx, file)
-	if err != nil {
-		return nil, err
+	var last *Moved
+	for {
+		o, err := s.OfferBaseline(ctx, file)
+		if err != nil {
+			return last, err
+		}
+		if !o.Ready {
+			if last != nil {
+				return last, nil
+			}
+			return nil, &EvidenceError{Element: o.Element, Need: NeedBaseline, Detail: o.Why}
+		}
+		if strings.TrimSpace(reason) == "" {
+			reason = "burn-in baseline " + file
+		}
+		m, err := s.Transition(ctx, a, Move{Element: o.Element, To: Provisioned, Baselines: []string{file}, Reason: reason, Only: o.Only})
+		if err != nil {
+			return last, err
+		}
+		if last != nil {
+			m.Nodes = append(last.Nodes, m.Nodes...)
+		}
+		last = m
+		if !o.Only || s.dry.Active() {
+			return last, nil
+		}
 	}
-	if strings.TrimSpace(reason) == "" {
-		reason = "burn-in baseline " + file
-	}
-	return s.Transition(ctx, a, Move{Element: o.Element, To: Provisioned, Baselines: []string{file}, Reason: reason})
 }

@@ -212,5 +212,5 @@ func testSchemasAgree(t *testing.T, e *engine) {
 		"SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT LIKE '%_pkey'")
 	assert.Equal(t, a, b)
 	assert.Len(t, a["events"], 18)
-	assert.Equal(t, lifecycle.SchemaVersion(), 2)
+	assert.Equal(t, 3, lifecycle.SchemaVersion())
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/seamdc/seam/internal/hold"
 )
 
 // Show is an element as it is now (at the zero time) or as it was at a
@@ -126,7 +128,7 @@ func (s *Store) holdsAsOf(ctx context.Context, node string, t time.Time) ([]Hold
 		return nil, s.wrap(err)
 	}
 	defer rows.Close()
-	type id struct{ kind, owner string }
+	type id struct{ owner hold.Owner }
 	var order []id
 	set := map[id]Hold{}
 	for rows.Next() {
@@ -138,7 +140,8 @@ func (s *Store) holdsAsOf(ctx context.Context, node string, t time.Time) ([]Hold
 		if err := jsonUnmarshal(data, &h); err != nil {
 			return nil, err
 		}
-		k := id{h.Kind, h.Owner}
+		h = h.normalize()
+		k := id{h.Owner}
 		if kind == EvHoldSet {
 			if _, ok := set[k]; !ok {
 				order = append(order, k)

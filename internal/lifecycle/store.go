@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite" // the embedded engine, pure Go
 
 	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/dryrun"
 )
 
 // Engines.
@@ -48,6 +49,12 @@ type Config struct {
 	// Now is the clock (default time.Now); times are kept to the
 	// microsecond.
 	Now func() time.Time
+	// DryRun opens the store read only (SQLite: no file written, not
+	// even its -wal and -shm when no one has it open; PostgreSQL: a
+	// read-only session) and without migrating it; every change is
+	// prepared, checked and signed as it would be, then recorded here
+	// ("would write to the lifecycle store …") instead of written.
+	DryRun *dryrun.Recorder
 }
 
 // Store is an open lifecycle store.
@@ -59,6 +66,8 @@ type Store struct {
 	// hook, if set, runs inside a write transaction after its writes
 	// and before its commit (tests kill the process there).
 	hook func(what string)
+	// dry records a dry run's changes (nil: none, they are written).
+	dry *dryrun.Recorder
 
 	mu     sync.Mutex
 	info   *storeInfo
@@ -73,7 +82,7 @@ type storeInfo struct {
 // Open opens a store and brings its schema up to this version of seam
 // (forward only); a store of a newer version is refused.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	s := &Store{now: cfg.Now}
+	s := &Store{now: cfg.Now, dry: cfg.DryRun}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -86,6 +95,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if s.dry.Active() {
+		if err := s.checkSchema(ctx); err != nil {
+			s.db.Close()
+			return nil, err
+		}
+		return s, nil
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
@@ -116,10 +132,20 @@ func (s *Store) openSQLite(path string, cfg Config) error {
 	s.engine, s.name = SQLite, path
 	mode := "rw"
 	if _, err := os.Stat(abs); err != nil {
-		if !cfg.Create {
+		if !cfg.Create || cfg.DryRun.Active() {
 			return &StoreError{Store: path, Kind: StoreOpen, Err: fmt.Errorf("no lifecycle store there (%v): make one with sat lifecycle init", errors.Unwrap(err))}
 		}
 		mode = "rwc"
+	}
+	if cfg.DryRun.Active() {
+		// read only; immutable when no one has it open (no -wal), so
+		// that not even the -wal and -shm files are made
+		mode = "ro"
+		if st, err := os.Stat(abs + "-wal"); err != nil || st.Size() == 0 {
+			if _, err := os.Stat(abs + "-shm"); err != nil {
+				mode = "ro&immutable=1"
+			}
+		}
 	}
 	busy := cfg.BusyTimeout
 	if busy <= 0 {
@@ -172,6 +198,9 @@ func (s *Store) openPostgres(raw string, cfg Config) error {
 		pc.RuntimeParams = map[string]string{}
 	}
 	pc.RuntimeParams["lock_timeout"] = fmt.Sprintf("%dms", lock.Milliseconds())
+	if cfg.DryRun.Active() {
+		pc.RuntimeParams["default_transaction_read_only"] = "on" // the server refuses any write
+	}
 	pc.RuntimeParams["application_name"] = "seam-lifecycle"
 	// the store's queries are short index probes: compiling them (JIT)
 	// costs more than it saves, a third of an as-of of the inventory
@@ -298,3 +327,24 @@ func fromMicros(us int64) time.Time {
 // before its commit, with what the transaction does: the
 // kill-in-the-middle tests stop the process there.
 func (s *Store) SetHook(f func(what string)) { s.hook = f }
+
+// DryRun reports whether the store records its changes instead of
+// writing them.
+func (s *Store) DryRun() bool { return s.dry.Active() }
+
+// wouldWrite records a prepared change a dry run does not write.
+func (s *Store) wouldWrite(p *prepared) {
+	st := p.st
+	what := st.Action + " of " + st.Element
+	switch {
+	case st.Action == ActTransition:
+		what = fmt.Sprintf("move %s from %s to %s", st.Element, st.From, st.To)
+		if st.Replacement != "" {
+			what += ", replacement " + st.Replacement
+		}
+	case st.Hold != nil:
+		n := max(1, len(st.Nodes))
+		what = fmt.Sprintf("%s %s on %d node(s) from %s", st.Action, st.Hold.Owner, n, st.Element)
+	}
+	s.dry.Would(dryrun.Store, "write to the lifecycle store %s: %s, by %s: %s", s.name, what, p.actor, st.Reason)
+}

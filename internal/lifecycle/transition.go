@@ -41,6 +41,9 @@ type Moved struct {
 	At       time.Time
 	By       string
 	Evidence []Evidence
+	// Nodes are the nodes (keys) whose holds the move changed (a dry
+	// run: the nodes it touches): their scheduler state follows.
+	Nodes []string
 }
 
 // policyVersion is a version of the access policy.
@@ -172,11 +175,19 @@ func (s *Store) Transition(ctx context.Context, a Auth, m Move) (*Moved, error) 
 	if err != nil {
 		return nil, err
 	}
-	seq, err := s.applyTransition(ctx, p, tr, el, set, ev, perNode)
+	if s.dry.Active() {
+		s.wouldWrite(p)
+		nodes, err := s.nodesOf(ctx, s.db, set)
+		if err != nil {
+			return nil, err
+		}
+		return &Moved{Element: key, From: tr.From, To: tr.To, Count: len(set), At: p.at, By: p.actor, Evidence: ev, Nodes: nodes}, nil
+	}
+	seq, held, err := s.applyTransition(ctx, p, tr, el, set, ev, perNode)
 	if err != nil {
 		return nil, err
 	}
-	return &Moved{Element: key, From: tr.From, To: tr.To, Seq: seq, Count: len(set), At: p.at, By: p.actor, Evidence: ev}, nil
+	return &Moved{Element: key, From: tr.From, To: tr.To, Seq: seq, Count: len(set), At: p.at, By: p.actor, Evidence: ev, Nodes: held}, nil
 }
 
 // checkClock refuses a change timed before the last event of what it
@@ -382,17 +393,17 @@ func (s *Store) lastSwap(ctx context.Context, node string) (time.Time, error) {
 // applyTransition writes a prepared transition in one transaction: the
 // element only if it is still at the version it was prepared against,
 // what moves with it only if none of it changed meanwhile.
-func (s *Store) applyTransition(ctx context.Context, p *prepared, tr Transition, el *Element, set []*Element, ev []Evidence, perNode map[string]Evidence) (int64, error) {
+func (s *Store) applyTransition(ctx context.Context, p *prepared, tr Transition, el *Element, set []*Element, ev []Evidence, perNode map[string]Evidence) (int64, []string, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, s.wrap(err)
+		return 0, nil, s.wrap(err)
 	}
 	defer tx.Rollback()
 	if err := s.recheckPolicy(ctx, tx, p, tr.Name(), el.Module); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := s.lockUnchanged(ctx, tx, el, set, tr.From); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	serial := el.Serial
 	if tr.Requires(NeedReplacement) {
@@ -402,37 +413,38 @@ func (s *Store) applyTransition(ctx context.Context, p *prepared, tr Transition,
 		string(tr.To), micros(p.at), micros(p.at), serial, el.Key, el.Version, string(tr.From))
 	if err != nil {
 		if uniqueViolation(err) {
-			return 0, &EvidenceError{Element: el.Key, Need: NeedReplacement, Detail: fmt.Sprintf("serial %s was fitted elsewhere meanwhile", serial)}
+			return 0, nil, &EvidenceError{Element: el.Key, Need: NeedReplacement, Detail: fmt.Sprintf("serial %s was fitted elsewhere meanwhile", serial)}
 		}
-		return 0, s.wrap(err)
+		return 0, nil, s.wrap(err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return 0, s.conflict(ctx, tx, el)
+		return 0, nil, s.conflict(ctx, tx, el)
 	}
 	if tr.Requires(NeedReplacement) {
 		if err := s.recordSwap(ctx, tx, el, serial); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	seq, err := s.insertEvent(ctx, tx, eventRow{at: p.at, element: el.Key, kind: EvTransition, prevState: tr.From, state: tr.To, since: p.at,
 		prevSerial: el.Serial, serial: serial, actor: p.actor, reason: p.st.Reason, policy: p.policy, evidence: ev, statement: p.statement, signature: p.signature})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	rest := set[1:]
 	if err := s.moveRest(ctx, tx, p, tr, rest, seq, ev, perNode); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if err := s.stateHolds(ctx, tx, p, tr, set, seq); err != nil {
-		return 0, err
+	held, err := s.stateHolds(ctx, tx, p, tr, set, seq)
+	if err != nil {
+		return 0, nil, err
 	}
 	if s.hook != nil {
 		s.hook("transition")
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, s.wrap(err)
+		return 0, nil, s.wrap(err)
 	}
-	return seq, nil
+	return seq, held, nil
 }
 
 // recheckPolicy checks the change again inside its transaction when the

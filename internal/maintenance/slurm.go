@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seamdc/seam/internal/topology/hostlist"
+	"github.com/seamdc/seam/internal/scheduler"
 )
 
-// Scontrol runs Slurm's scontrol; scheduler.Slurm is one.
+// Scontrol runs Slurm's scontrol; scheduler.Slurm, the one Slurm
+// client, is one (a dry run's records what would change instead of
+// running it).
 type Scontrol interface {
 	Scontrol(ctx context.Context, args ...string) ([]byte, error)
 }
@@ -70,15 +72,7 @@ type Applied struct {
 }
 
 // SlurmReservation is a reservation as scontrol shows it.
-type SlurmReservation struct {
-	Name     string    `json:"name"`
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-	Nodes    []string  `json:"nodes"`
-	Hostlist string    `json:"hostlist"`
-	Flags    []string  `json:"flags"`
-	State    string    `json:"state"`
-}
+type SlurmReservation = scheduler.Reservation
 
 // Job is a running job as scontrol shows it.
 type Job struct {
@@ -90,7 +84,7 @@ type Job struct {
 }
 
 // slurmTime is how scontrol writes times: local, to the second.
-const slurmTime = "2006-01-02T15:04:05"
+const slurmTime = scheduler.SlurmTime
 
 // Args are the scontrol arguments that create r, in loc.
 func (r *Reservation) Args(loc *time.Location) []string {
@@ -213,15 +207,15 @@ func differs(r *Reservation, cur *SlurmReservation) string {
 }
 
 // crossing are the running jobs on r's nodes that end after it starts.
-func crossing(jobs []runningJob, r *Reservation) []Job {
+func crossing(jobs []scheduler.RunningJob, r *Reservation) []Job {
 	out := []Job{}
 	for _, j := range jobs {
 		if !j.End.After(r.Start) {
 			continue
 		}
-		for _, n := range j.nodes {
+		for _, n := range j.Nodes {
 			if _, ok := slices.BinarySearch(r.Nodes, n); ok {
-				out = append(out, j.Job)
+				out = append(out, Job{ID: j.ID, Name: j.Name, User: j.User, End: j.End, Nodes: j.NodeList})
 				break
 			}
 		}
@@ -236,91 +230,13 @@ func readReservations(ctx context.Context, s Scontrol, loc *time.Location) (map[
 	if err != nil {
 		return nil, fmt.Errorf("reading Slurm's reservations: %w", err)
 	}
-	return ParseReservations(string(out), loc)
+	return scheduler.ParseReservations(string(out), loc)
 }
 
-// ParseReservations parses scontrol -o show reservation: one
-// reservation a line, key=value fields.
-func ParseReservations(out string, loc *time.Location) (map[string]*SlurmReservation, error) {
-	rs := map[string]*SlurmReservation{}
-	for n, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "No reservations") {
-			continue
-		}
-		f := fields(line)
-		r := &SlurmReservation{Name: f["ReservationName"], State: f["State"], Hostlist: f["Nodes"], Flags: strings.Split(f["Flags"], ",")}
-		if r.Name == "" {
-			return nil, fmt.Errorf("scontrol show reservation, line %d: no ReservationName in %q", n+1, line)
-		}
-		var err error
-		if r.Start, err = time.ParseInLocation(slurmTime, f["StartTime"], loc); err != nil {
-			return nil, fmt.Errorf("scontrol show reservation, line %d (%s): StartTime: %w", n+1, r.Name, err)
-		}
-		if r.End, err = time.ParseInLocation(slurmTime, f["EndTime"], loc); err != nil {
-			return nil, fmt.Errorf("scontrol show reservation, line %d (%s): EndTime: %w", n+1, r.Name, err)
-		}
-		if r.Hostlist != "" && r.Hostlist != "(null)" {
-			if r.Nodes, err = hostlist.Expand(r.Hostlist); err != nil {
-				return nil, fmt.Errorf("scontrol show reservation, line %d (%s): Nodes: %w", n+1, r.Name, err)
-			}
-			slices.Sort(r.Nodes)
-		}
-		rs[r.Name] = r
-	}
-	return rs, nil
-}
-
-// runningJob is a running job with its nodes expanded.
-type runningJob struct {
-	Job
-	nodes []string
-}
-
-func readJobs(ctx context.Context, s Scontrol, loc *time.Location) ([]runningJob, error) {
+func readJobs(ctx context.Context, s Scontrol, loc *time.Location) ([]scheduler.RunningJob, error) {
 	out, err := s.Scontrol(ctx, "-o", "show", "jobs")
 	if err != nil {
 		return nil, fmt.Errorf("reading Slurm's jobs: %w", err)
 	}
-	return parseJobs(string(out), loc)
-}
-
-// parseJobs reads the running jobs of scontrol -o show jobs.
-func parseJobs(out string, loc *time.Location) ([]runningJob, error) {
-	var jobs []runningJob
-	for n, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "No jobs") {
-			continue
-		}
-		f := fields(line)
-		if f["JobState"] != "RUNNING" {
-			continue
-		}
-		j := runningJob{Job: Job{ID: f["JobId"], Name: f["JobName"], User: f["UserId"], Nodes: f["NodeList"]}}
-		if e, err := time.ParseInLocation(slurmTime, f["EndTime"], loc); err == nil {
-			j.End = e
-		} else {
-			j.End = time.Unix(1<<40, 0) // Unknown: a job with no time limit runs past everything
-		}
-		var err error
-		if j.nodes, err = hostlist.Expand(j.Nodes); err != nil {
-			return nil, fmt.Errorf("scontrol show jobs, line %d (job %s): NodeList: %w", n+1, j.ID, err)
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, nil
-}
-
-// fields splits scontrol's one-line key=value output.
-func fields(line string) map[string]string {
-	f := map[string]string{}
-	for _, kv := range strings.Fields(line) {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			if _, dup := f[k]; !dup {
-				f[k] = v
-			}
-		}
-	}
-	return f
+	return scheduler.ParseJobs(string(out), loc)
 }

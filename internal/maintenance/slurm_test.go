@@ -14,6 +14,7 @@ import (
 
 	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/peer/slurmtest"
+	"github.com/seamdc/seam/internal/scheduler"
 	"github.com/seamdc/seam/internal/topology/hostlist"
 )
 
@@ -68,7 +69,8 @@ func (f *fakeSlurm) store(args []string, how string) {
 	fmt.Sscan(kv["duration"], &minutes)
 	flags := strings.ToUpper(kv["flags"])
 	if how == "update" {
-		flags = fields(f.res[kv["reservationname"]])["Flags"]
+		line, _ := scheduler.ParseKV(f.res[kv["reservationname"]])
+		flags = line.Get("Flags")
 	}
 	f.res[kv["reservationname"]] = fmt.Sprintf("ReservationName=%s StartTime=%s EndTime=%s Duration=x Nodes=%s NodeCnt=1 Flags=%s,SPEC_NODES State=INACTIVE",
 		kv["reservationname"], start.Format(slurmTime), start.Add(time.Duration(minutes)*time.Minute).Format(slurmTime), kv["nodes"], flags)
@@ -214,12 +216,13 @@ func TestSlurmMaintenanceReservation(t *testing.T) {
 
 	show := c.Must("scontrol", "-o", "show", "reservation", "seam-l2-test")
 	t.Logf("scontrol -o show reservation seam-l2-test:\n%s", show)
-	f := fields(show)
-	assert.Equal(t, "MAINT,IGNORE_JOBS,SPEC_NODES", f["Flags"])
-	assert.Equal(t, start.Add(-10*time.Minute).Format(slurmTime), f["StartTime"])
-	assert.Equal(t, start.Add(2*time.Hour).Format(slurmTime), f["EndTime"])
-	assert.Equal(t, "root", f["Users"])
-	got, err := hostlist.Expand(f["Nodes"])
+	f, err := scheduler.ParseKV(show)
+	require.NoError(t, err)
+	assert.Equal(t, "MAINT,IGNORE_JOBS,SPEC_NODES", f.Get("Flags"))
+	assert.Equal(t, start.Add(-10*time.Minute).Format(slurmTime), f.Get("StartTime"))
+	assert.Equal(t, start.Add(2*time.Hour).Format(slurmTime), f.Get("EndTime"))
+	assert.Equal(t, "root", f.Get("Users"))
+	got, err := hostlist.Expand(f.Get("Nodes"))
 	require.NoError(t, err)
 	slices.Sort(got)
 	assert.Equal(t, p.Windows[0].Stops.Nodes, got, "mb's 288 nodes")

@@ -18,8 +18,12 @@ import (
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/dryrun"
 	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/hold"
+	"github.com/seamdc/seam/internal/ledger"
 	"github.com/seamdc/seam/internal/lifecycle"
+	"github.com/seamdc/seam/internal/scheduler"
 	"github.com/seamdc/seam/internal/sign"
 	"github.com/seamdc/seam/internal/topology"
 	"github.com/seamdc/seam/internal/version"
@@ -85,6 +89,7 @@ type burninFlags struct {
 	timeout                                                                         time.Duration
 	parallel                                                                        int
 	size                                                                            int64
+	dryRun                                                                          bool
 	kube                                                                            burninKubeFlags
 }
 
@@ -102,13 +107,14 @@ func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 	fs.StringVar(&f.reservation, "reservation", "", "the reservation's name (default seam-burnin-MODULE)")
 	fs.StringVar(&f.key.key, "sign-key", "", "sign the bundle with this OpenSSH key")
 	fs.StringVar(&f.key.passEnv, "passphrase-env", "", "the environment variable holding the key's passphrase")
-	fs.StringVar(&f.lifecycle, "lifecycle", "", "the lifecycle store: hold the nodes during burn-in, then provision those that pass and hold back the others")
+	fs.StringVar(&f.lifecycle, "lifecycle", "", "the lifecycle store, the site's ledger of holds: hold the nodes during burn-in, then provision those that pass and hold back the others")
 	fs.StringVar(&f.lifecycleKey.key, "lifecycle-key", "", "the SSH key that signs the lifecycle changes (with --lifecycle)")
 	fs.StringVar(&f.site, "site", "", "the site's binding: run the module-wide step, its training load graded against the transient clauses (with --plan)")
 	fs.StringVar(&f.plan, "plan", "", "the site's compiled SAT plan whose transient cases the module-wide step grades (with --site)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "the longest one job may take")
 	fs.IntVar(&f.parallel, "parallel", 8, "jobs running at once")
 	fs.Int64Var(&f.size, "size", 8<<30, "the all-reduce's fixed size, bytes (at least 1 GiB)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "read the scheduler and the ledger, print the reservation, the holds and the jobs it would make, and write nothing")
 	f.kube.register(fs)
 	pos, err := cli.Parse(fs, args)
 	switch {
@@ -192,7 +198,12 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 	if entries, err := os.ReadDir(f.out); err == nil && len(entries) > 0 {
 		return 0, fmt.Errorf("evidence directory %s is not empty: choose a new --out", f.out)
 	}
-	ex := &burnin.Slurm{Conf: f.slurmConf}
+	var rec *dryrun.Recorder
+	if f.dryRun {
+		rec = dryrun.New(stdout, nil)
+	}
+	client := &scheduler.Slurm{Conf: f.slurmConf, Command: scheduler.Command{Dry: rec}}
+	ex := &burnin.Slurm{Client: client}
 	if f.tools != "" {
 		abs, err := filepath.Abs(f.tools)
 		if err != nil {
@@ -202,12 +213,13 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 		ex.Env = []string{"PATH=" + abs + ":" + path}
 	}
 	var sched burninReserver = ex
-	kx, err := f.kube.executor(lookupEnv, 4) // 4: burnin.Config's GPUs per node
+	var drainer scheduler.Drainer = client
+	kx, kd, err := f.kube.executor(lookupEnv, 4) // 4: burnin.Config's GPUs per node
 	if err != nil {
 		return 0, err
 	}
 	if kx != nil {
-		sched = kx
+		sched, drainer = kx, kd
 	}
 	if f.reservation == "" {
 		f.reservation = "seam-burnin-" + f.module
@@ -217,15 +229,14 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 		names[i] = n.Name
 	}
 	ctx := context.Background()
-	gate, err := openGate(ctx, f, lookupEnv)
+	gate, err := openGate(ctx, f, drainer, rec, lookupEnv)
 	if err != nil {
 		return 0, err
 	}
-	if gate != nil {
-		defer gate.store.Close()
-		if err := burnin.Hold(ctx, gate.store, gate.auth, nodes, "burn-in under way ("+f.kube.name()+" reservation "+f.reservation+")"); err != nil {
-			return 0, err
-		}
+	defer gate.close()
+	why := "burn-in under way (" + f.kube.name() + " reservation " + f.reservation + ")"
+	if f.dryRun {
+		return burninDry(ctx, f, sched, gate, nodes, why, stdout)
 	}
 	if err := sched.Reserve(ctx, f.reservation, currentUser(), names); err != nil {
 		return 0, err
@@ -235,7 +246,10 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 			fmt.Fprintf(stderr, "sat burnin: %v (end it by hand: %s)\n", err, f.kube.undo(f.reservation))
 		}
 	}()
-	fmt.Fprintf(stderr, "sat burnin: %d nodes of %s reserved (%s)\n", len(nodes), f.module, f.reservation)
+	if err := burnin.Hold(ctx, gate.ledger, f.reservation, currentUser(), why, nodes); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(stderr, "sat burnin: %d nodes of %s reserved (%s) and held (%s, in %s)\n", len(nodes), f.module, f.reservation, burnin.Owner(f.reservation), gate.where)
 	cfg := burnin.Config{Size: f.size, Parallel: f.parallel, Timeout: f.timeout, Progress: stderr}
 	if f.site != "" {
 		fac, closeSite, err := burninFacility(f, names, len(module), stderr, lookupEnv)
@@ -260,14 +274,18 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 	if err != nil {
 		return 0, err
 	}
-	if gate != nil {
-		// while the nodes are still reserved
-		for _, a := range burnin.Gate(ctx, gate.store, gate.auth, res, files, m.Bundle) {
-			if a.Err != "" {
-				fmt.Fprintf(stdout, "lifecycle: %s: %s failed: %s\n", a.Node, a.Action, a.Err)
-				continue
-			}
-			fmt.Fprintf(stdout, "lifecycle: %s %s: %s\n", a.Node, a.Action, a.Reason)
+	// while the nodes are still reserved
+	var prov burnin.Provisioner
+	if gate.store != nil {
+		prov = gate.store
+	}
+	for _, a := range burnin.Gate(ctx, gate.ledger, prov, gate.auth, f.reservation, currentUser(), res, files, m.Bundle) {
+		if a.Err != "" {
+			fmt.Fprintf(stdout, "ledger: %s: %s, but: %s\n", a.Node, a.Action, a.Err)
+			continue
+		}
+		if a.Action != "passed" {
+			fmt.Fprintf(stdout, "ledger: %s %s: %s\n", a.Node, a.Action, a.Reason)
 		}
 	}
 	if f.report == "" {
@@ -294,31 +312,90 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 	return cli.ExitOK, nil
 }
 
-type burninGate struct {
-	store *lifecycle.Store
-	auth  lifecycle.Auth
+// burninDry prints what a burn-in would do: the reservation and the
+// hold as the scheduler's and the ledger's recording twins write them,
+// the nodes that cannot run a job, the jobs and the files; it writes
+// nothing.
+func burninDry(ctx context.Context, f burninFlags, sched burninReserver, gate *burninGate, nodes []burnin.Node, why string, stdout io.Writer) (int, error) {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	if err := sched.Reserve(ctx, f.reservation, currentUser(), names); err != nil {
+		return 0, err
+	}
+	if err := burnin.Hold(ctx, gate.ledger, f.reservation, currentUser(), why, nodes); err != nil {
+		return 0, err
+	}
+	if c, ok := sched.(burnin.Checker); ok {
+		down, err := c.Unavailable(ctx, names)
+		if err != nil {
+			return 0, err
+		}
+		for _, n := range slices.Sorted(maps.Keys(down)) {
+			fmt.Fprintf(stdout, "%s cannot run a job: %s (it would fail its burn-in)\n", n, down[n])
+		}
+	}
+	fmt.Fprintf(stdout, "would run the burn-in ladder on %d node(s) of %s through %s: per node dcgmi diag -r 3 -j, nvidia-smi telemetry and all_reduce_perf at %d bytes; ring pairs; each rack; the module; low groups bisected\n",
+		len(nodes), f.module, sched.Describe(), f.size)
+	fmt.Fprintf(stdout, "would write the evidence %s, the baselines and the report; then provision the nodes that pass (%s) and hold the others (%s, drained)\n",
+		f.out, gate.where, burnin.Owner(f.reservation))
+	fmt.Fprintln(stdout, "dry run: nothing was written")
+	return cli.ExitOK, nil
 }
 
-// openGate opens the lifecycle store and the key that signs its
-// changes (nil without --lifecycle).
-func openGate(ctx context.Context, f burninFlags, lookupEnv func(string) (string, bool)) (*burninGate, error) {
-	if f.lifecycle == "" {
-		return nil, nil
+// burninGate is the ledger the burn-in's holds go to, and the
+// lifecycle store that provisions the nodes that pass (nil without
+// --lifecycle).
+type burninGate struct {
+	ledger *ledger.Ledger
+	store  *lifecycle.Store
+	auth   lifecycle.Auth
+	where  string // where the holds are kept, for messages
+}
+
+func (g *burninGate) close() {
+	if g.store != nil {
+		g.store.Close()
 	}
-	var pass []byte
-	if f.key.passEnv != "" {
-		v, _ := lookupEnv(f.key.passEnv)
-		pass = []byte(v)
+}
+
+// openGate opens the ledger: the lifecycle store's with --lifecycle
+// (its changes signed with --lifecycle-key), else one in this process
+// only, which drains the nodes that fail and is forgotten after (no
+// other tool sees its holds: docs/burnin.md). A dry run reads the
+// ledger and records every write.
+func openGate(ctx context.Context, f burninFlags, sched scheduler.Drainer, rec *dryrun.Recorder, lookupEnv func(string) (string, bool)) (*burninGate, error) {
+	g := &burninGate{ledger: &ledger.Ledger{Sched: sched, DryRun: rec.Active()}, where: "this burn-in's own ledger, not kept"}
+	var backend hold.Backend = hold.NewMemory(&hold.Book{}, nil, nil)
+	if f.lifecycle != "" {
+		var pass []byte
+		if f.key.passEnv != "" {
+			v, _ := lookupEnv(f.key.passEnv)
+			pass = []byte(v)
+		}
+		signer, err := sign.LoadSigner(f.lifecycleKey.key, pass)
+		if err != nil {
+			return nil, fmt.Errorf("--lifecycle-key: %w", err)
+		}
+		st, err := lifecycle.Open(ctx, lifecycle.Config{Store: f.lifecycle, LookupEnv: lookupEnv, DryRun: rec})
+		if err != nil {
+			return nil, fmt.Errorf("--lifecycle %s: %w", f.lifecycle, err)
+		}
+		g.store, g.auth, g.where = st, lifecycle.KeyAuth(signer, ""), "the lifecycle store "+f.lifecycle
+		backend = st.Ledger(g.auth, f.kube.system())
 	}
-	signer, err := sign.LoadSigner(f.lifecycleKey.key, pass)
-	if err != nil {
-		return nil, fmt.Errorf("--lifecycle-key: %w", err)
+	if rec.Active() {
+		cp, err := hold.Copy(ctx, backend, rec)
+		if err != nil {
+			g.close()
+			return nil, err
+		}
+		backend = cp
+		g.ledger.Sched = scheduler.DryRun(sched, rec, f.kube.peer())
 	}
-	st, err := lifecycle.Open(ctx, lifecycle.Config{Store: f.lifecycle, LookupEnv: lookupEnv})
-	if err != nil {
-		return nil, fmt.Errorf("--lifecycle %s: %w", f.lifecycle, err)
-	}
-	return &burninGate{store: st, auth: lifecycle.KeyAuth(signer, "")}, nil
+	g.ledger.Backend = backend
+	return g, nil
 }
 
 func writeBurninReport(dir string, res *burnin.Result) error {

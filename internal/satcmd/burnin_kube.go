@@ -12,6 +12,7 @@ import (
 	"github.com/seamdc/seam/internal/burnin"
 	"github.com/seamdc/seam/internal/burnin/kubeexec"
 	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/dryrun"
 	kube "github.com/seamdc/seam/internal/scheduler/kubernetes"
 )
 
@@ -64,15 +65,16 @@ type burninReserver interface {
 	Release(ctx context.Context) error
 }
 
-// executor is the Kubernetes executor, or nil for Slurm.
-func (k *burninKubeFlags) executor(lookupEnv func(string) (string, bool), gpus int) (burninReserver, error) {
+// executor is the Kubernetes executor and the ledger's drainer, or nil
+// for Slurm.
+func (k *burninKubeFlags) executor(lookupEnv func(string) (string, bool), gpus int) (burninReserver, *kube.Drainer, error) {
 	if k.scheduler != "kubernetes" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// a module's 288 nodes tainted within one burst
 	cs, err := kube.Client(k.kubeconfig, lookupEnv, 100, 600)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kx := &kubeexec.Kube{Client: cs, Namespace: k.namespace, Image: k.image}
 	for _, e := range k.env {
@@ -82,7 +84,23 @@ func (k *burninKubeFlags) executor(lookupEnv func(string) (string, bool), gpus i
 	if k.gpuResource != "" {
 		kx.Limits = corev1.ResourceList{corev1.ResourceName(k.gpuResource): *resource.NewQuantity(int64(gpus), resource.DecimalSI)}
 	}
-	return kx, nil
+	return kx, &kube.Drainer{Client: cs, Component: "sat-burnin"}, nil
+}
+
+// system is whose names the nodes go by in the lifecycle store.
+func (k *burninKubeFlags) system() string {
+	if k.scheduler == "kubernetes" {
+		return "kubernetes"
+	}
+	return "slurm"
+}
+
+// peer is the kind of peer a dry run's scheduler writes go to.
+func (k *burninKubeFlags) peer() string {
+	if k.scheduler == "kubernetes" {
+		return dryrun.Kubernetes
+	}
+	return dryrun.Scheduler
 }
 
 // undo says how to end a reservation by hand when its release failed.

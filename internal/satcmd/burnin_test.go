@@ -156,8 +156,8 @@ func TestBurninRunCommandThroughSlurm(t *testing.T) {
 	assert.Contains(t, runErr, "is stepped (sat sim --stepped)", "sat run does not drive a stepped simulator's time")
 	assert.Contains(t, cmdOut, "held gpu-a-r01-n03")
 	assert.Contains(t, cmdOut, "burnin: [1/")
-	assert.Contains(t, cmdOut, "lifecycle: gpu-a-r01-n01 provisioned: burn-in passed")
-	assert.Contains(t, cmdOut, "lifecycle: gpu-a-r01-n03 held: burn-in failed: gpu-a-r01-n03: single busbw_gbps")
+	assert.Contains(t, cmdOut, "ledger: gpu-a-r01-n01 provisioned: burn-in passed")
+	assert.Regexp(t, `ledger: gpu-a-r01-n03 held: burn-in failed \(evidence \w+\): gpu-a-r01-n03: single busbw_gbps`, cmdOut)
 	code, show, _ := sat(t, "lifecycle", "show", "gpu-a-r01-n01")
 	require.Equal(t, 0, code)
 	assert.Regexp(t, `state +provisioned`, show)
@@ -178,6 +178,13 @@ func TestBurninRunCommandThroughSlurm(t *testing.T) {
 	assert.Equal(t, cli.ExitOK, code, stdout+stderr)
 	res := cl.Must("scontrol", "show", "reservation")
 	assert.NotContains(t, res, "seam-burnin-ma")
+	// the ledger applied the holds to Slurm: the node held back is
+	// drained with the burn-in's owner, the others are in the pool
+	drained := cl.Must("sinfo", "-h", "-N", "-o", "%N %T %E", "-n", strings.Join(nodes, ","))
+	assert.Regexp(t, `gpu-a-r01-n03 drained\S* burnin:seam-burnin-ma`, drained)
+	for _, n := range []string{nodes[0], nodes[1], nodes[3]} {
+		assert.Regexp(t, n+` idle `, drained)
+	}
 	var r burnin.Result
 	raw, err := os.ReadFile(filepath.Join(ev, burnin.ResultFile))
 	require.NoError(t, err)

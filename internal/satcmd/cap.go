@@ -15,6 +15,7 @@ import (
 	"github.com/seamdc/seam/internal/capping/apply"
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/dryrun"
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/version"
 )
@@ -25,6 +26,7 @@ func init() {
 
 const capHelp = `sat cap apply --site BINDING --evidence DIR CAPS
 sat cap clear --site BINDING --evidence DIR CAPS
+sat cap apply|clear --site BINDING --dry-run CAPS
 sat cap check --site BINDING CAPS
 
 Writes the caps of CAPS (the file contractc budget --cap --caps-out
@@ -38,13 +40,16 @@ BMC) is written: a BMC without it is refused (BIND032) and nothing is
 sent to it. A session per BMC, DELETEd after; one or two requests in
 flight to a BMC; a busy BMC's Retry-After honoured. apply and clear
 record every BMC's before, written and read-back caps in an evidence
-bundle (DIR, signed with --sign-key).
+bundle (DIR, signed with --sign-key). --dry-run reads every BMC as for
+the write, prints the PATCH it would send ("would PATCH …"), and writes
+nothing: no BMC, no evidence.
 
 Exit codes: 0 every BMC took (or, for check, has) its cap; 2 a BMC
 refused, failed or drifted; 1 the tool failed.`
 
 type capFlags struct {
 	site, evidence, format string
+	dryRun                 bool
 	keys                   keyFlags
 	bmc                    bmcFlags
 }
@@ -69,6 +74,7 @@ func runCapEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 	fs.StringVar(&f.site, "site", "", "the site binding directory, with its bmcs section (required)")
 	fs.StringVar(&f.evidence, "evidence", "", "the evidence bundle to write (a new directory; required for apply and clear)")
 	fs.StringVar(&f.format, "format", "text", "output: text or json")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "apply and clear: read each BMC, print the PATCH it would send, write nothing (no BMC, no evidence)")
 	f.bmc.add(fs, "BMCs at once", "log each BMC to stderr")
 	fs.StringVar(&f.keys.key, "sign-key", "", "sign the evidence with this SSH key (a private key, or a public key whose private key ssh-agent holds)")
 	fs.StringVar(&f.keys.passEnv, "passphrase-env", "", "the environment variable holding the signing key's passphrase")
@@ -79,8 +85,10 @@ func runCapEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 		err = cli.Usagef("want one caps file, got %d arguments", len(pos))
 	case f.site == "":
 		err = cli.Usagef("--site is required")
-	case op != apply.Read && f.evidence == "":
+	case op != apply.Read && f.evidence == "" && !f.dryRun:
 		err = cli.Usagef("--evidence DIR is required: every cap written is recorded")
+	case f.dryRun && (op == apply.Read || f.evidence != ""):
+		err = cli.Usagef("--dry-run is for apply and clear, and writes no evidence: drop --evidence")
 	case f.format != "text" && f.format != "json":
 		err = cli.Usagef("unknown format %q (want text or json)", f.format)
 	default:
@@ -123,8 +131,11 @@ func capRun(ctx context.Context, op apply.Op, capsPath string, f capFlags, stdou
 		return nil, err
 	}
 	f.bmc.apply(&opt.Access, stderr)
+	if f.dryRun {
+		opt.Dry = dryrun.New(stdout, nil)
+	}
 	results := apply.Run(ctx, op, targets, opt)
-	if op != apply.Read {
+	if op != apply.Read && !f.dryRun {
 		sg, by, err := capSigner(f.keys, lookupEnv)
 		if err != nil {
 			return nil, err
@@ -149,6 +160,9 @@ func capRun(ctx context.Context, op apply.Op, capsPath string, f capFlags, stdou
 		return results, enc.Encode(results)
 	}
 	writeCapResults(stdout, op, caps, results, f.evidence)
+	if f.dryRun {
+		fmt.Fprintln(stdout, "dry run: no BMC was written, no evidence recorded")
+	}
 	return results, nil
 }
 
@@ -172,8 +186,11 @@ func writeCapResults(w io.Writer, op apply.Op, caps *capping.File, results []app
 	fmt.Fprintln(tw, "node\tBMC\tcontrol\tunits\tbefore\twanted\tread back\tstatus")
 	for i, r := range results {
 		st := "ok"
-		if r.Err != nil {
+		switch {
+		case r.Err != nil:
 			st = "FAILED"
+		case r.Would:
+			st = "would write"
 		}
 		want := r.WantW
 		if op == apply.Read {

@@ -218,21 +218,10 @@ func (s *Slurm) Jobs(ctx context.Context, names []string) ([]Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("squeue line %d: nodes: %w", i+1, err)
 		}
-		comment := f[3]
-		if comment == "(null)" {
-			comment = ""
-		}
-		jobs = append(jobs, Job{ID: f[0], QOS: nullish(f[1]), Nodes: nodes, Comment: comment})
+		jobs = append(jobs, Job{ID: f[0], QOS: Null(f[1]), Nodes: nodes, Comment: Null(f[3])})
 	}
 	slices.SortFunc(jobs, func(a, b Job) int { return strings.Compare(a.ID, b.ID) })
 	return jobs, nil
-}
-
-func nullish(s string) string {
-	if s == "(null)" {
-		return ""
-	}
-	return s
 }
 
 func (s *Slurm) signalArgs(job, sig string, full bool) []string {
@@ -247,29 +236,19 @@ func (s *Slurm) signalArgs(job, sig string, full bool) []string {
 // keeps running if, and only if, it traps the signal: USR1's default
 // action ends a batch script (checked on Debian's 22.05).
 func (s *Slurm) Signal(ctx context.Context, job, sig string, full bool) error {
-	_, err := s.run(ctx, s.env(), s.bin("scancel"), s.signalArgs(job, sig, full)...)
+	_, err := s.write(ctx, s.env(), s.bin("scancel"), s.signalArgs(job, sig, full)...)
 	return err
 }
 
 // Commands shows what an operation runs.
 func (s *Slurm) Commands(op Op) []string {
-	quote := func(args []string) string {
-		out := make([]string, len(args))
-		for i, a := range args {
-			out[i] = a
-			if strings.ContainsAny(a, " \t'\"") {
-				out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-			}
-		}
-		return strings.Join(out, " ")
-	}
 	switch op.Kind {
 	case "drain":
-		return []string{"scontrol " + quote(s.drainArgs(op.Nodes, op.Reason))}
+		return []string{shellQuote(append([]string{"scontrol"}, s.drainArgs(op.Nodes, op.Reason)...))}
 	case "undrain":
 		return []string{"scontrol update nodename=" + hostlist.Compress(op.Nodes) + " state=undrain"}
 	case "signal":
-		return []string{"scancel " + quote(s.signalArgs(op.Job, op.Signal, op.Full))}
+		return []string{shellQuote(append([]string{"scancel"}, s.signalArgs(op.Job, op.Signal, op.Full)...))}
 	}
 	return nil
 }

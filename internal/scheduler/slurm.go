@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/seamdc/seam/internal/dryrun"
 )
 
 // Command runs a scheduler's commands. The zero value runs them with
@@ -21,6 +23,10 @@ type Command struct {
 	// process's environment.
 	Exec func(ctx context.Context, env []string, name string, args ...string) ([]byte, error)
 	Log  *slog.Logger
+	// Dry, when set, is a dry run: every command that changes the
+	// scheduler is recorded there ("would run: scontrol update …")
+	// instead of run; commands that only read still run.
+	Dry *dryrun.Recorder
 }
 
 func (c Command) run(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
@@ -47,6 +53,29 @@ func (c Command) run(ctx context.Context, env []string, name string, args ...str
 		return out, fmt.Errorf("%s: %w", shown, err)
 	}
 	return out, nil
+}
+
+// write runs a command that changes the scheduler, or records it in a
+// dry run.
+func (c Command) write(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	if c.Dry.Active() {
+		c.Dry.Would(dryrun.Scheduler, "run: %s", shellQuote(append([]string{filepath.Base(name)}, args...)))
+		return nil, nil
+	}
+	return c.run(ctx, env, name, args...)
+}
+
+// shellQuote joins a command line as a shell reads it back (a
+// hostlist's brackets are left as Slurm's documentation writes them).
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n'\"$`\\|&;<>()") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // osExec runs a program; its error carries the exit and what it wrote
@@ -92,10 +121,33 @@ func (s *Slurm) bin(name string) string {
 	return filepath.Join(s.Bin, name)
 }
 
-// Scontrol runs scontrol with args.
+// Scontrol runs scontrol with args: show and ping read; anything else
+// (update, create, delete, reconfigure) changes Slurm, and a dry run
+// records it instead.
 func (s *Slurm) Scontrol(ctx context.Context, args ...string) ([]byte, error) {
-	return s.run(ctx, s.env(), s.bin("scontrol"), args...)
+	if scontrolReads(args) {
+		return s.run(ctx, s.env(), s.bin("scontrol"), args...)
+	}
+	return s.write(ctx, s.env(), s.bin("scontrol"), args...)
 }
+
+// scontrolReads reports whether scontrol's arguments only read.
+func scontrolReads(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		return a == "show" || a == "ping" || a == "version"
+	}
+	return false
+}
+
+// Env is the environment Slurm's commands run with (SLURM_CONF), for
+// the jobs a burn-in runs.
+func (s *Slurm) Env() []string { return s.env() }
+
+// Bin is the path of one of Slurm's programs.
+func (s *Slurm) Path(prog string) string { return s.bin(prog) }
 
 // Read runs scontrol show topology and sinfo --json.
 func (s *Slurm) Read(ctx context.Context) (*State, error) {

@@ -48,19 +48,16 @@ func (st *State) parseLine(line string, n int) error {
 	if strings.HasPrefix(line, "No topology information") {
 		return errors.New("Slurm has no topology information (TopologyPlugin is topology/none?)")
 	}
-	fields := map[string]string{}
-	var first string
-	for i, f := range strings.Fields(line) {
-		k, v, ok := strings.Cut(f, "=")
-		if !ok {
-			return fmt.Errorf("%q is not key=value: not a line of scontrol show topology", f)
-		}
-		if i == 0 {
-			first = k
-		}
-		fields[k] = v
+	kv, err := ParseKV(line)
+	if err == nil && kv.Stray != "" {
+		err = fmt.Errorf("%q is not key=value", kv.Stray)
 	}
-	nodes, err := hostlist.Expand(fields["Nodes"])
+	if err != nil {
+		return fmt.Errorf("%w: not a line of scontrol show topology", err)
+	}
+	first, _ := kv.First()
+	fields := kv
+	nodes, err := hostlist.Expand(fields.Get("Nodes"))
 	if err != nil {
 		return fmt.Errorf("Nodes=: %w", err)
 	}
@@ -74,11 +71,11 @@ func (st *State) parseLine(line string, n int) error {
 		if err != nil {
 			return err
 		}
-		children, err := hostlist.Expand(fields["Switches"])
+		children, err := hostlist.Expand(fields.Get("Switches"))
 		if err != nil {
 			return fmt.Errorf("Switches=: %w", err)
 		}
-		st.Switches = append(st.Switches, Switch{Name: fields["SwitchName"], Level: level, Nodes: nodes, Switches: children, Line: n})
+		st.Switches = append(st.Switches, Switch{Name: fields.Get("SwitchName"), Level: level, Nodes: nodes, Switches: children, Line: n})
 	case "BlockName", "AggregatedBlock":
 		if st.Plugin == "tree" {
 			return fmt.Errorf("a %s line among SwitchName lines", first)
@@ -89,20 +86,20 @@ func (st *State) parseLine(line string, n int) error {
 			return err
 		}
 		size := 0
-		if _, ok := fields["BlockSize"]; ok { // Slurm 24.05 and later
+		if fields.Has("BlockSize") { // Slurm 24.05 and later
 			if size, err = number(fields, "BlockSize", first); err != nil {
 				return err
 			}
 		}
-		st.Blocks = append(st.Blocks, Block{Name: fields[first], Index: idx, Aggregated: first == "AggregatedBlock", Nodes: nodes, Size: size, Line: n})
+		st.Blocks = append(st.Blocks, Block{Name: fields.Get(first), Index: idx, Aggregated: first == "AggregatedBlock", Nodes: nodes, Size: size, Line: n})
 	default:
 		return fmt.Errorf("%q: not a line of scontrol show topology (SwitchName=… or BlockName=…; output of another Slurm version, or another command?)", cut(line))
 	}
 	return nil
 }
 
-func number(fields map[string]string, key, kind string) (int, error) {
-	v, ok := fields[key]
+func number(fields KV, key, kind string) (int, error) {
+	v, ok := fields.Get(key), fields.Has(key)
 	if !ok {
 		return 0, fmt.Errorf("a %s line without %s= (from another Slurm version?)", kind, key)
 	}

@@ -405,3 +405,18 @@ func (s *Sim) BMCBinding(passwordRef string) *binding.BMCs {
 	}
 	return b
 }
+
+// Writes counts the write requests the site's devices (Modbus) and its
+// BMCs (PATCH, POST, DELETE but logins) have received, taken or
+// refused: what a dry run leaves at zero.
+func (s *Sim) Writes() (devices, bmcs int) {
+	for _, d := range s.devices {
+		devices += int(d.Writes())
+	}
+	s.bmcs.mu.Lock()
+	defer s.bmcs.mu.Unlock()
+	for _, srv := range s.bmcs.servers {
+		bmcs += srv.BMC.Stats().Writes
+	}
+	return devices, bmcs
+}

@@ -111,7 +111,8 @@ type applier struct {
 // scontrol reconfigure, reads the topology back and compares it with
 // what it wrote; on any failure it puts the old file back, reconfigures
 // (or restarts) and checks that Slurm runs the old topology again.
-// Every apply but a dry run appends an audit record beside the file.
+// Every apply but a dry run appends an audit record beside the file; a
+// dry run writes nothing anywhere, the audit record included.
 func ApplySlurm(ctx context.Context, s scheduler.Reconfigurer, content []byte, o ApplyOptions) *ApplyResult {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
@@ -124,7 +125,7 @@ func ApplySlurm(ctx context.Context, s scheduler.Reconfigurer, content []byte, o
 	}
 	a := &applier{s: s, o: o, res: &ApplyResult{}, new: content}
 	a.run(ctx)
-	if a.res.Result != ResultDryRun && a.res.File != "" {
+	if !o.DryRun && a.res.File != "" { // a dry run writes nothing, refused or not
 		a.audit()
 	}
 	return a.res

@@ -156,11 +156,15 @@ func ParseConf(source string, b []byte) (*Conf, error) {
 func (c *Conf) parseLine(line string, n int) error {
 	var kind, name string
 	sw := Switch{Line: n}
-	for i, f := range strings.Fields(line) {
-		k, v, ok := strings.Cut(f, "=")
-		if !ok {
-			return fmt.Errorf("%q is not Key=Value", f)
-		}
+	kv, err := scheduler.ParseKV(line)
+	if err == nil && kv.Stray != "" {
+		err = fmt.Errorf("%q is not key=value", kv.Stray)
+	}
+	if err != nil {
+		return err
+	}
+	for i, k := range kv.Keys {
+		v := kv.Get(k)
 		key := strings.ToLower(k)
 		if i == 0 {
 			kind, name = key, v

@@ -30,6 +30,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/seamdc/seam/internal/capping"
+	"github.com/seamdc/seam/internal/dryrun"
 	"github.com/seamdc/seam/internal/redfish/bmchttp"
 )
 
@@ -65,6 +66,9 @@ type Options struct {
 	// Writable says whether the binding allows writing the control on
 	// the BMC (nil error); nil allows nothing. Read needs none.
 	Writable func(bmc, control string) error
+	// Dry, when set, is a dry run: each BMC is read as for a write, and
+	// the PATCH it would take is recorded there instead of sent.
+	Dry *dryrun.Recorder
 }
 
 // Result is one BMC's cap: what was there, what was written, what it
@@ -84,9 +88,11 @@ type Result struct {
 	WantW     float64 `json:"want_watts,omitempty"`
 	ReadBackW float64 `json:"read_back_watts"`
 	Written   bool    `json:"written"`
-	Waits     int     `json:"retry_after_waits,omitempty"`
-	Error     string  `json:"error,omitempty"`
-	Err       error   `json:"-"`
+	// Would: a dry run's, which recorded the write and sent nothing.
+	Would bool   `json:"would,omitempty"`
+	Waits int    `json:"retry_after_waits,omitempty"`
+	Error string `json:"error,omitempty"`
+	Err   error  `json:"-"`
 }
 
 // Run does op at every target's BMC, Parallel at a time; results in
@@ -165,6 +171,17 @@ func one(ctx context.Context, op Op, t Target, o Options) (r Result) {
 	r.WantW = t.Watts
 	if op == Clear {
 		r.WantW = ctl.maxW
+	}
+	if o.Dry.Active() {
+		body, err := patchBody(ctl, r.WantW)
+		if err != nil {
+			r.fail(err)
+			return r
+		}
+		raw, _ := json.Marshal(body)
+		o.Dry.Would(dryrun.BMC, "PATCH %s%s %s (BMC %s, node %s: %.0f W)", strings.TrimSuffix(t.URL, "/"), ctl.uri, raw, t.BMC, t.Node, r.WantW)
+		r.Would = true
+		return r
 	}
 	if err := b.write(ctl, r.WantW); err != nil {
 		r.fail(err)
@@ -307,33 +324,40 @@ func (b *bmcConn) scale(c *control) (float64, error) {
 	return 0, fmt.Errorf("%s %s: the control answers in %q: only W, kW and %% are understood, so nothing is written (check the BMC's firmware or write the cap by hand)", Control, c.uri, c.units)
 }
 
+// patchBody is the PATCH that sets the control to w (in W), checked
+// against its range first.
+func patchBody(c *control, w float64) (any, error) {
+	if w < c.minW-1e-6 || w > c.maxW+1e-6 {
+		return nil, fmt.Errorf("%s: a cap of %.0f W is outside the BMC's range %.0f..%.0f W (%s): nothing written", c.kind, w, c.minW, c.maxW, rangeOf(c))
+	}
+	if c.kind == Legacy {
+		return map[string]any{"PowerControl": []any{map[string]any{"PowerLimit": map[string]any{"LimitInWatts": math.Round(w)}}}}, nil
+	}
+	sp := w
+	switch {
+	case c.isPc:
+		sp = math.Round(w/c.refW*100*100) / 100
+	case c.units == "kW":
+		sp = w / 1000
+	default:
+		sp = math.Round(w)
+	}
+	m := map[string]any{"SetPoint": sp}
+	if c.needsEnable {
+		m["ControlMode"] = "Automatic"
+	}
+	return m, nil
+}
+
 // write sets the control to w (in W), checked against its range first.
 func (b *bmcConn) write(c *control, w float64) error {
-	if w < c.minW-1e-6 || w > c.maxW+1e-6 {
-		return fmt.Errorf("%s: a cap of %.0f W is outside the BMC's range %.0f..%.0f W (%s): nothing written", c.kind, w, c.minW, c.maxW, rangeOf(c))
+	body, err := patchBody(c, w)
+	if err != nil {
+		return err
 	}
-	var body any
 	hdr := map[string]string{}
 	if c.etag != "" {
 		hdr["If-Match"] = c.etag
-	}
-	if c.kind == Legacy {
-		body = map[string]any{"PowerControl": []any{map[string]any{"PowerLimit": map[string]any{"LimitInWatts": math.Round(w)}}}}
-	} else {
-		sp := w
-		switch {
-		case c.isPc:
-			sp = math.Round(w/c.refW*100*100) / 100
-		case c.units == "kW":
-			sp = w / 1000
-		default:
-			sp = math.Round(w)
-		}
-		m := map[string]any{"SetPoint": sp}
-		if c.needsEnable {
-			m["ControlMode"] = "Automatic"
-		}
-		body = m
 	}
 	resp, err := b.c.PatchWithHeaders(c.uri, body, hdr)
 	if err != nil {

@@ -91,7 +91,7 @@ func (d *Daemon) buildCaps() error {
 	if err != nil {
 		return fmt.Errorf("caps: %w", err)
 	}
-	opt.Clock, opt.Log = d.Clock, d.Log.With("part", "caps")
+	opt.Clock, opt.Log, opt.Dry = d.Clock, d.Log.With("part", "caps"), d.rec
 	w := &capWatch{targets: targets, opt: opt, every: cc.Every.D(time.Minute), reapply: cc.Reapply == nil || *cc.Reapply,
 		index: d.Index, observe: d.Observe, clock: d.Clock, log: d.Log.With("part", "caps"), active: map[string]alarm.Observation{}}
 	if d.journal != nil {
@@ -152,6 +152,10 @@ func (w *capWatch) check(ctx context.Context) []apply.Result {
 	for i, r := range apply.Run(ctx, apply.Apply, drifted, w.opt) {
 		t := drifted[i]
 		w.record(KindCapReapply, r)
+		if r.Would {
+			w.log.Info("a drifted power cap would be written back: its alarm stays, as nothing was written", "node", t.Node, "bmc", t.BMC, "watts", t.Watts)
+			continue
+		}
 		if r.Err != nil {
 			w.log.Warn("a drifted power cap was not written back", "node", t.Node, "bmc", t.BMC, "err", r.Error)
 			w.raise(t, w.clock.Now(), r.Error)

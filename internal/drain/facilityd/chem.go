@@ -74,7 +74,7 @@ func (d *Daemon) buildChemistry() error {
 	if !isURL(store) {
 		store = d.Cfg.Path(store)
 	}
-	w.cfg = lifecycle.Config{Store: store, Password: cc.Password, LookupEnv: d.lookupEnv}
+	w.cfg = lifecycle.Config{Store: store, Password: cc.Password, LookupEnv: d.lookupEnv, DryRun: d.rec}
 	if cc.Limits != "" {
 		lf, err := lifecycle.LoadLimits(d.Cfg.Path(cc.Limits))
 		if err != nil {

@@ -58,6 +58,9 @@ type Config struct {
 	Chemistry *ChemistryConfig `json:"chemistry,omitempty"`
 	// Caps: the power caps kept applied through the BMCs (caps.go).
 	Caps *CapsConfig `json:"caps,omitempty"`
+	// Ledger: the lifecycle store that keeps the site's holds (ledger.go);
+	// without one, facilityd's state file does.
+	Ledger *LedgerConfig `json:"ledger,omitempty"`
 
 	dir string
 }
@@ -295,6 +298,9 @@ func (c *Config) check() error {
 		errs = append(errs, err)
 	}
 	if err := c.Caps.check(c.Binding); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Ledger.check(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

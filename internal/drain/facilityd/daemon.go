@@ -27,6 +27,8 @@ import (
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/drain"
+	"github.com/seamdc/seam/internal/dryrun"
+	"github.com/seamdc/seam/internal/lifecycle"
 	"github.com/seamdc/seam/internal/probe"
 	"github.com/seamdc/seam/internal/scheduler"
 	"github.com/seamdc/seam/internal/sign"
@@ -65,6 +67,10 @@ type Daemon struct {
 	problems  []string   // startup problems that do not stop it
 	chem      *chemWatch // the loops' water chemistry (chem.go), or nil
 	caps      *capWatch  // the power caps kept applied (caps.go), or nil
+	// rec is a dry run's: every write facilityd would make (the
+	// scheduler, the ledger, the BMCs' caps) is recorded there.
+	rec         *dryrun.Recorder
+	ledgerStore *lifecycle.Store // the ledger's store, or nil
 }
 
 // Options are what New needs beyond the configuration.
@@ -82,6 +88,14 @@ type Options struct {
 	Shared *Shared
 }
 
+// dryPeer is the kind of peer the configured scheduler's writes go to.
+func (c *Config) dryPeer() string {
+	if c.Scheduler.Kind == "kubernetes" {
+		return dryrun.Kubernetes
+	}
+	return dryrun.Scheduler
+}
+
 // Shared are a leader's state and journal where both replicas reach
 // them, and what to do once fenced.
 type Shared struct {
@@ -91,6 +105,10 @@ type Shared struct {
 	Claim   func(site string) (*drain.State, error)
 	Journal drain.Journal
 	Fenced  func(error)
+	// Epoch and Leader fence the ledger's writes when a lifecycle store
+	// keeps the holds (the Lease's transitions, this replica).
+	Epoch  int64
+	Leader string
 }
 
 // New loads the site and builds the daemon; nothing runs yet.
@@ -98,6 +116,10 @@ func New(cfg *Config, opt Options) (*Daemon, error) {
 	d := &Daemon{Cfg: cfg, Log: opt.Log, Clock: opt.Clock, Metrics: NewMetrics(), Stream: alarm.NewStream(), lookupEnv: opt.LookupEnv, dryRun: opt.DryRun}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.DryRun {
+		d.Log = d.Log.With("dry_run", true)
+		d.rec = dryrun.New(opt.Out, d.Log)
 	}
 	if d.Clock == nil {
 		d.Clock = clock.Real{}
@@ -112,7 +134,11 @@ func New(cfg *Config, opt Options) (*Daemon, error) {
 	if d.Sched == nil {
 		d.Sched = d.scheduler()
 	}
+	if d.rec.Active() {
+		d.Sched = scheduler.DryRun(d.Sched, d.rec, cfg.dryPeer())
+	}
 	if err := d.buildController(opt); err != nil {
+		d.Close()
 		return nil, err
 	}
 	if err := d.buildSources(); err != nil {
@@ -195,23 +221,36 @@ func (d *Daemon) buildController(opt Options) error {
 	var shared drain.StateStore
 	var sharedJournal drain.Journal
 	var fenced func(error)
+	backend, err := d.openLedger(context.Background())
+	if err != nil {
+		return err
+	}
+	var epoch int64
+	var leader string
 	if sh := opt.Shared; sh != nil && !opt.DryRun {
 		shared, sharedJournal, fenced = sh.Store, sh.Journal, sh.Fenced
+		epoch, leader = sh.Epoch, sh.Leader
 		var err error
 		if st, err = sh.Claim(d.Index.Site()); err != nil {
 			return err
 		}
-	} else if !opt.DryRun {
+	} else if d.Cfg.Scheduler.Kind != "kubernetes" || !opt.DryRun {
+		// a dry run reads the state (its holds, its refusals), and writes
+		// neither it nor a journal
 		store = &drain.Store{Path: filepath.Join(d.Cfg.Path(d.Cfg.StateDir), "state.json")}
 		var err error
 		if st, err = store.Load(d.Index.Site()); err != nil {
 			return err
 		}
-		j, at, err := drain.OpenJournal(d.Cfg.Path(d.Cfg.StateDir), d.Clock)
-		if err != nil {
-			return err
+		if opt.DryRun {
+			store = nil
+		} else {
+			j, at, err := drain.OpenJournal(d.Cfg.Path(d.Cfg.StateDir), d.Clock)
+			if err != nil {
+				return err
+			}
+			d.journal, d.journalAt = j, at
 		}
-		d.journal, d.journalAt = j, at
 	}
 	var sil drain.Silencer
 	if d.Cfg.Alertmanager != "" {
@@ -235,8 +274,8 @@ func (d *Daemon) buildController(opt Options) error {
 	default:
 		journal = &printJournal{w: opt.Out}
 	}
-	d.Ctl = drain.New(pcfg, drain.Deps{Index: d.Index, Scheduler: d.Sched, Stream: d.Stream, Journal: journal, Store: store, StateStore: shared, Fenced: fenced, State: st,
-		Clock: d.Clock, Log: d.Log.With("part", "drain"), Silences: sil, Raise: d.Observe, Metrics: d.Metrics, Out: opt.Out})
+	d.Ctl = drain.New(pcfg, drain.Deps{Index: d.Index, Scheduler: d.Sched, Ledger: backend, Epoch: epoch, Leader: leader, Stream: d.Stream, Journal: journal, Store: store,
+		StateStore: shared, Fenced: fenced, State: st, Clock: d.Clock, Log: d.Log.With("part", "drain"), Silences: sil, Raise: d.Observe, Metrics: d.Metrics, Out: opt.Out})
 	d.Metrics.attach(d.Stream, d.Ctl)
 	if f := d.Cfg.Approvals.AllowedSigners; f != "" {
 		as, err := sign.ReadAllowedSigners(d.Cfg.Path(f))
@@ -556,6 +595,9 @@ func (d *Daemon) Close() error {
 	}
 	if d.journal != nil {
 		errs = append(errs, d.journal.Close())
+	}
+	if d.ledgerStore != nil {
+		errs = append(errs, d.ledgerStore.Close())
 	}
 	return errors.Join(errs...)
 }

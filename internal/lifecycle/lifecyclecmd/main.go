@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/cli"
+	"github.com/seamdc/seam/internal/dryrun"
 	"github.com/seamdc/seam/internal/lifecycle"
 	"github.com/seamdc/seam/internal/sign"
 )
@@ -61,6 +62,13 @@ type common struct {
 	format                  string
 	lookupEnv               func(string) (string, bool)
 	now                     func() time.Time
+	// dryRun: the change is prepared, checked and signed, and recorded
+	// in rec instead of written (withAuth adds --dry-run).
+	dryRun bool
+	rec    *dryrun.Recorder
+	// the scheduler a hold change applies to in the same call
+	// (withScheduler)
+	sched schedFlags
 }
 
 func newCommon(usage string) *common {
@@ -76,7 +84,15 @@ func (c *common) withAuth() *common {
 	c.fs.StringVar(&c.principal, "as", os.Getenv(EnvAs), "the key's principal in the store's allowed signers, when it has several ($"+EnvAs+")")
 	c.fs.StringVar(&c.passEnv, "passphrase-env", "", "environment variable holding the key's passphrase")
 	c.fs.BoolVar(&c.dbRole, "db-role", false, "make the change as the PostgreSQL session's role, not a key")
+	c.fs.BoolVar(&c.dryRun, "dry-run", false, "prepare, check and sign the change, print what it would write, and write nothing (the store is opened read only)")
 	return c
+}
+
+// dry starts a dry run's recorder on out when --dry-run was given.
+func (c *common) dry(out io.Writer) {
+	if c.dryRun {
+		c.rec = dryrun.New(out, nil)
+	}
 }
 
 // withFormat adds --format text|json.
@@ -107,7 +123,7 @@ func (c *common) parse(args []string, want int, what string) ([]string, error) {
 }
 
 func (c *common) config() lifecycle.Config {
-	return lifecycle.Config{Store: c.store, Password: c.password, LookupEnv: c.lookupEnv, Now: c.now}
+	return lifecycle.Config{Store: c.store, Password: c.password, LookupEnv: c.lookupEnv, Now: c.now, DryRun: c.rec}
 }
 
 // open opens the store.

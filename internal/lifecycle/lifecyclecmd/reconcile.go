@@ -32,6 +32,7 @@ func runReconcile(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "reconcile", c, err)
 	}
+	c.dry(stdout)
 	ctx := context.Background()
 	s, err := c.open(ctx)
 	if err != nil {

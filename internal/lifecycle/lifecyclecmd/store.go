@@ -62,10 +62,14 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if gd.Count(diag.Error) > 0 {
 		return fail(stderr, "init", c, fmt.Errorf("the inventory of %s has %d error(s): contractc vet %s shows them", pos[0], gd.Count(diag.Error), pos[0]))
 	}
+	c.dry(stdout)
 	ctx := context.Background()
 	s, err := lifecycle.Init(ctx, c.config(), a, g, p)
 	if err != nil {
 		return fail(stderr, "init", c, err)
+	}
+	if s == nil { // a dry run
+		return cli.ExitOK
 	}
 	defer s.Close()
 	in, err := s.Info(ctx)
@@ -92,6 +96,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "import", c, err)
 	}
+	c.dry(stdout)
 	ctx := context.Background()
 	s, err := c.open(ctx)
 	if err != nil {
@@ -146,6 +151,7 @@ func runAccess(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "access", c, err)
 	}
+	c.dry(stdout)
 	ctx := context.Background()
 	s, err := c.open(ctx)
 	if err != nil {

@@ -131,6 +131,10 @@ type Stats struct {
 	MaxInFlight  int `json:"max_in_flight"`
 	Sessions     int `json:"sessions"`      // open now
 	SessionsMade int `json:"sessions_made"` // in all
+	// Writes are the requests that would change the BMC (PATCH, and
+	// POST or DELETE other than a login or logout), whether it took
+	// them or not: a dry run's stay at zero.
+	Writes int `json:"writes"`
 }
 
 // New is a BMC serving src.

@@ -12,6 +12,11 @@ import (
 
 // route answers an authorised (or public) request.
 func (b *BMC) route(w http.ResponseWriter, r *http.Request, uri string) {
+	if writes(r.Method, uri) {
+		b.mu.Lock()
+		b.stats.Writes++
+		b.mu.Unlock()
+	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		b.get(w, r, uri)
@@ -28,6 +33,20 @@ func (b *BMC) route(w http.ResponseWriter, r *http.Request, uri string) {
 	default:
 		notAllowed(w, r, "GET, HEAD")
 	}
+}
+
+// writes reports whether a request would change the BMC: a session's
+// login and logout change nothing of what it manages.
+func writes(method, uri string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	case http.MethodPost:
+		return uri != sessionsURI
+	case http.MethodDelete:
+		return !strings.HasPrefix(uri, sessionsURI+"/")
+	}
+	return true
 }
 
 func notAllowed(w http.ResponseWriter, r *http.Request, allow string) {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seamdc/seam/internal/profile"
@@ -86,6 +87,10 @@ type Device struct {
 	digits   map[string]int // point name → the decimal digits its Digits point holds
 	isDigits map[string]bool
 	ordered  []Mapping // digits points first
+
+	// writes counts the write requests received (Modbus; the SNMP
+	// agents take no SET), taken or refused: a dry run's stay at zero.
+	writes atomic.Uint64
 
 	mu      sync.Mutex
 	regs    map[profile.Table][]uint16
@@ -203,6 +208,9 @@ func (d *Device) fillDefaults() {
 		}
 	}
 }
+
+// Writes counts the write requests the device has received.
+func (d *Device) Writes() uint64 { return d.writes.Load() }
 
 // Name is the device's name.
 func (d *Device) Name() string { return d.spec.Name }

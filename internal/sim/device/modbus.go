@@ -112,6 +112,9 @@ func (h *handler) gate(unit uint8) error {
 }
 
 func (h *handler) HandleCoils(req *modbus.CoilsRequest) ([]bool, error) {
+	if req.IsWrite {
+		h.d.writes.Add(1)
+	}
 	if err := h.gate(req.UnitId); err != nil {
 		return nil, err
 	}
@@ -137,6 +140,9 @@ func (h *handler) HandleDiscreteInputs(req *modbus.DiscreteInputsRequest) ([]boo
 }
 
 func (h *handler) HandleHoldingRegisters(req *modbus.HoldingRegistersRequest) ([]uint16, error) {
+	if req.IsWrite {
+		h.d.writes.Add(1)
+	}
 	if err := h.gate(req.UnitId); err != nil {
 		return nil, err
 	}
