@@ -297,7 +297,15 @@ scrape_configs:
 	// clearing the alarm releases nothing
 	faultReq(t, http.MethodDelete, control+"/v1/faults?kind=pump_trip&target=l2/loop/cdu-1/p1", "", http.StatusNoContent)
 	require.Eventually(t, func() bool { return !l2().Active }, 60*time.Second, 200*time.Millisecond, "the alarm clears (device and Alertmanager)")
-	time.Sleep(4 * time.Second) // past clear_for
+	require.Eventually(t, func() bool {
+		doc := status()
+		for _, a := range doc.Alarms {
+			if a.Type == alarm.CoolingRedundancyLost && a.Domain.String() == "cooling_loop=l2" {
+				return !a.Active && doc.At.Sub(a.Cleared) > 3*time.Second
+			}
+		}
+		return false
+	}, 30*time.Second, 200*time.Millisecond, "facilityd's clock passes clear_for (3 s) after the clear")
 	st, err = slurm.Status(ctx, mb)
 	require.NoError(t, err)
 	for _, n := range mb {

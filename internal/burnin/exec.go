@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/gputools"
 	"github.com/seamdc/seam/internal/scheduler"
 	"github.com/seamdc/seam/internal/topology/hostlist"
@@ -62,7 +63,15 @@ type Slurm struct {
 	Partition string
 	// Env is added to the jobs' environment (PATH to the tools).
 	Env []string
-	seq atomic.Int64
+	// Settle is how long a node Slurm shows only NOT_RESPONDING is asked
+	// again before it counts as unavailable (default 20 s): Slurm 22.05
+	// flags a node it has just been told to undrain NOT_RESPONDING until
+	// its next ping, seconds later (checked), and a burn-in's hold
+	// returns nodes from a drain to the burn-in's reservation. Clock
+	// times the asks (default the wall clock).
+	Settle time.Duration
+	Clock  clock.Clock
+	seq    atomic.Int64
 }
 
 // Describe names the scheduler and the reservation.
@@ -111,26 +120,46 @@ func (s *Slurm) Release(ctx context.Context) error {
 // POWERED_DOWN. (sinfo shows a node in a MAINT reservation as "maint",
 // whatever else it is: scontrol keeps the flags.)
 func (s *Slurm) Unavailable(ctx context.Context, nodes []string) (map[string]string, error) {
-	states, err := s.Client.Nodes(ctx, nodes)
-	if err != nil {
-		return nil, fmt.Errorf("scontrol show node: %w", err)
+	settle, clk := s.Settle, s.Clock
+	if settle <= 0 {
+		settle = 20 * time.Second
 	}
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	end := clk.Now().Add(settle)
+	for {
+		states, err := s.Client.Nodes(ctx, nodes)
+		if err != nil {
+			return nil, fmt.Errorf("scontrol show node: %w", err)
+		}
+		if !onlyNotResponding(states) || !clk.Now().Before(end) {
+			return unavailable(states, nodes), nil
+		}
+		if err := clk.Sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// onlyNotResponding reports whether some node is flagged
+// NOT_RESPONDING and nothing else keeps it from a job.
+func onlyNotResponding(states map[string]scheduler.NodeState) bool {
+	for _, st := range states {
+		if strings.Contains(st.State, "+NOT_RESPONDING") && cannotRun(strings.Replace(st.State, "+NOT_RESPONDING", "", 1)) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// unavailable names the nodes of states that cannot run a job, and why;
+// a node of nodes that states lacks is unknown to Slurm.
+func unavailable(states map[string]scheduler.NodeState, nodes []string) map[string]string {
 	bad := map[string]string{}
 	for name, st := range states {
-		state := st.State
-		parts := strings.Split(state, "+")
-		base := strings.TrimRight(parts[0], "*")
-		switch {
-		case base == "UNKNOWN":
-			bad[name] = "Slurm reports it " + state + ": no slurmd has registered for it (not responding)"
-		case slices.Contains([]string{"DOWN", "FUTURE"}, base):
-			bad[name] = "Slurm reports it " + state + ": it cannot run a job"
-		default:
-			for _, p := range parts[1:] {
-				if slices.Contains([]string{"DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN"}, p) {
-					bad[name] = "Slurm reports it " + state + ": it cannot run a job"
-				}
-			}
+		if why := cannotRun(st.State); why != "" {
+			bad[name] = why
 		}
 	}
 	for _, n := range nodes {
@@ -138,7 +167,25 @@ func (s *Slurm) Unavailable(ctx context.Context, nodes []string) (map[string]str
 			bad[n] = "Slurm does not know it (scontrol show node lists no such node): add it to slurm.conf"
 		}
 	}
-	return bad, nil
+	return bad
+}
+
+// cannotRun says why a node in state (scontrol's, flags and all) cannot
+// run a job, or "".
+func cannotRun(state string) string {
+	parts := strings.Split(state, "+")
+	switch base := strings.TrimRight(parts[0], "*"); {
+	case base == "UNKNOWN":
+		return "Slurm reports it " + state + ": no slurmd has registered for it (not responding)"
+	case slices.Contains([]string{"DOWN", "FUTURE"}, base):
+		return "Slurm reports it " + state + ": it cannot run a job"
+	}
+	for _, p := range parts[1:] {
+		if slices.Contains([]string{"DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN"}, p) {
+			return "Slurm reports it " + state + ": it cannot run a job"
+		}
+	}
+	return ""
 }
 
 // Run runs the job with srun -w NODES -N n --ntasks-per-node=1 in the

@@ -2,6 +2,7 @@ package burnin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -81,7 +82,10 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Provisioner, a lifecycle.Auth
 			} else {
 				_, err = p.Provision(ctx, a, file, act.Reason)
 			}
-			if err != nil {
+			switch {
+			case errors.Is(err, lifecycle.ErrNothingToProvision):
+				act.Action = "passed" // in service already: its baseline is the evidence
+			case err != nil:
 				act.Err = err.Error()
 			}
 		}

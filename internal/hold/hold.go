@@ -118,9 +118,9 @@ type Hold struct {
 	Owner Owner `json:"owner"`
 	// Domain is the failure domain a facility hold is for
 	// (cooling_loop=l2), "" for others.
-	Domain string   `json:"domain,omitempty"`
-	Nodes  []string `json:"nodes"` // sorted, once each
-	Why    string   `json:"why,omitempty"`
+	Domain string    `json:"domain,omitempty"`
+	Nodes  []string  `json:"nodes"` // sorted, once each
+	Why    string    `json:"why,omitempty"`
 	Placed time.Time `json:"placed"`
 	// By is who placed it: facilityd, an SSH principal (ssh:alice), a
 	// database role (db:ops), the approving person, or lifecycle.

@@ -302,3 +302,16 @@ func (s *Store) lastActor(ctx context.Context, q querier, key string) string {
 	}
 	return "?"
 }
+
+// Hold is the hold a hold_set or hold_released event is of, as the
+// ledger names it (events written before the ledger read as migrated).
+func (e *Event) Hold() (Hold, bool) {
+	if e.Kind != EvHoldSet && e.Kind != EvHoldReleased {
+		return Hold{}, false
+	}
+	var h Hold
+	if err := json.Unmarshal(e.Data, &h); err != nil {
+		return Hold{}, false
+	}
+	return h.normalize(), true
+}

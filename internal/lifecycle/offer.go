@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -19,6 +20,9 @@ type Offer struct {
 	Evidence string `json:"evidence"`
 	// Only: the element moves alone (a part of a node in service).
 	Only bool `json:"only,omitempty"`
+	// nothing: the node is past provisioned and nothing of it awaits a
+	// baseline.
+	nothing bool
 }
 
 // OfferSAT says which transition the SAT bundle in dir allows: its
@@ -111,6 +115,7 @@ func (s *Store) OfferBaseline(ctx context.Context, file string) (Offer, error) {
 	switch {
 	case target.State != Commissioned:
 		o.Why = fmt.Sprintf("%s is %s, not commissioned, and no part of it is", key, node.State)
+		o.nothing = node.State == Provisioned || node.State == Operating
 	case !b.Passed:
 		o.Why = "the burn-in did not pass"
 	case b.Serial != node.Serial:
@@ -121,10 +126,16 @@ func (s *Store) OfferBaseline(ctx context.Context, file string) (Offer, error) {
 	return o, nil
 }
 
+// ErrNothingToProvision is a baseline of a node in service none of
+// whose parts awaits one: a burn-in of a healthy node, whose baseline
+// is evidence and moves nothing.
+var ErrNothingToProvision = errors.New("nothing of the node awaits a baseline: it stays as it is")
+
 // Provision moves the node of a baseline (and its parts) to
 // provisioned; for a node in service, each of its parts that came back
 // from RMA, which releases the node's burnin:swap hold once none is
-// left. It returns the last move.
+// left. It returns the last move; ErrNothingToProvision when nothing of
+// a node in service awaits a baseline.
 func (s *Store) Provision(ctx context.Context, a Auth, file, reason string) (*Moved, error) {
 	var last *Moved
 	for {
@@ -133,8 +144,11 @@ func (s *Store) Provision(ctx context.Context, a Auth, file, reason string) (*Mo
 			return last, err
 		}
 		if !o.Ready {
-			if last != nil {
+			switch {
+			case last != nil:
 				return last, nil
+			case o.nothing:
+				return nil, fmt.Errorf("%s: %w", o.Element, ErrNothingToProvision)
 			}
 			return nil, &EvidenceError{Element: o.Element, Need: NeedBaseline, Detail: o.Why}
 		}

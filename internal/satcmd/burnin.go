@@ -246,7 +246,7 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 			fmt.Fprintf(stderr, "sat burnin: %v (end it by hand: %s)\n", err, f.kube.undo(f.reservation))
 		}
 	}()
-	if err := burnin.Hold(ctx, gate.ledger, f.reservation, currentUser(), why, nodes); err != nil {
+	if err := burnin.Hold(ctx, gate.ledger, f.reservation, gate.by, why, nodes); err != nil {
 		return 0, err
 	}
 	fmt.Fprintf(stderr, "sat burnin: %d nodes of %s reserved (%s) and held (%s, in %s)\n", len(nodes), f.module, f.reservation, burnin.Owner(f.reservation), gate.where)
@@ -279,7 +279,7 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 	if gate.store != nil {
 		prov = gate.store
 	}
-	for _, a := range burnin.Gate(ctx, gate.ledger, prov, gate.auth, f.reservation, currentUser(), res, files, m.Bundle) {
+	for _, a := range burnin.Gate(ctx, gate.ledger, prov, gate.auth, f.reservation, gate.by, res, files, m.Bundle) {
 		if a.Err != "" {
 			fmt.Fprintf(stdout, "ledger: %s: %s, but: %s\n", a.Node, a.Action, a.Err)
 			continue
@@ -324,7 +324,7 @@ func burninDry(ctx context.Context, f burninFlags, sched burninReserver, gate *b
 	if err := sched.Reserve(ctx, f.reservation, currentUser(), names); err != nil {
 		return 0, err
 	}
-	if err := burnin.Hold(ctx, gate.ledger, f.reservation, currentUser(), why, nodes); err != nil {
+	if err := burnin.Hold(ctx, gate.ledger, f.reservation, gate.by, why, nodes); err != nil {
 		return 0, err
 	}
 	if c, ok := sched.(burnin.Checker); ok {
@@ -352,6 +352,7 @@ type burninGate struct {
 	store  *lifecycle.Store
 	auth   lifecycle.Auth
 	where  string // where the holds are kept, for messages
+	by     string // who places the holds: the store's signer, or the user
 }
 
 func (g *burninGate) close() {
@@ -366,7 +367,7 @@ func (g *burninGate) close() {
 // other tool sees its holds: docs/burnin.md). A dry run reads the
 // ledger and records every write.
 func openGate(ctx context.Context, f burninFlags, sched scheduler.Drainer, rec *dryrun.Recorder, lookupEnv func(string) (string, bool)) (*burninGate, error) {
-	g := &burninGate{ledger: &ledger.Ledger{Sched: sched, DryRun: rec.Active()}, where: "this burn-in's own ledger, not kept"}
+	g := &burninGate{ledger: &ledger.Ledger{Sched: sched, DryRun: rec.Active()}, where: "this burn-in's own ledger, not kept", by: currentUser()}
 	var backend hold.Backend = hold.NewMemory(&hold.Book{}, nil, nil)
 	if f.lifecycle != "" {
 		var pass []byte
@@ -383,7 +384,11 @@ func openGate(ctx context.Context, f burninFlags, sched scheduler.Drainer, rec *
 			return nil, fmt.Errorf("--lifecycle %s: %w", f.lifecycle, err)
 		}
 		g.store, g.auth, g.where = st, lifecycle.KeyAuth(signer, ""), "the lifecycle store "+f.lifecycle
-		backend = st.Ledger(g.auth, f.kube.system())
+		if g.by, err = st.Actor(ctx, g.auth); err != nil {
+			g.close()
+			return nil, fmt.Errorf("--lifecycle-key: %w", err)
+		}
+		backend = st.Ledger(g.auth, "slurm") // burn-in's nodes go by their Slurm names (burnin.NodesFrom)
 	}
 	if rec.Active() {
 		cp, err := hold.Copy(ctx, backend, rec)

@@ -87,14 +87,6 @@ func (k *burninKubeFlags) executor(lookupEnv func(string) (string, bool), gpus i
 	return kx, &kube.Drainer{Client: cs, Component: "sat-burnin"}, nil
 }
 
-// system is whose names the nodes go by in the lifecycle store.
-func (k *burninKubeFlags) system() string {
-	if k.scheduler == "kubernetes" {
-		return "kubernetes"
-	}
-	return "slurm"
-}
-
 // peer is the kind of peer a dry run's scheduler writes go to.
 func (k *burninKubeFlags) peer() string {
 	if k.scheduler == "kubernetes" {

@@ -135,7 +135,7 @@ func TestBurninRunCommandThroughSlurm(t *testing.T) {
 	// time through the control interface: nothing else runs the site
 	siteDir := filepath.Join(dir, "site")
 	require.NoError(t, os.MkdirAll(siteDir, 0o755))
-	require.NoError(t, writeBinding(o, siteDir, cs.URL(), 1, true, func(string) (string, bool) { return "", false }))
+	require.NoError(t, o.WriteBinding(siteDir, cs.URL(), 1, true, func(string) (string, bool) { return "", false }))
 	before := o.Site.Now()
 	ev := filepath.Join(dir, "burnin")
 	cmdOut, err := peer.Run(5*time.Minute, "env", "SLURM_CONF="+cl.Conf, "PATH="+cl.Slurm().Bin+":"+os.Getenv("PATH"),

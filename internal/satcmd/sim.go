@@ -10,11 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/diag"
@@ -134,7 +132,7 @@ func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.
 		return cli.ExitTool
 	}
 	defer cs.Close()
-	err = writeBinding(o, out, cs.URL(), f.scale, f.stepped, lookupEnv)
+	err = o.WriteBinding(out, cs.URL(), f.scale, f.stepped, lookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "sat sim: %v\n", err)
 		return cli.ExitTool
@@ -171,45 +169,4 @@ func outDir(dir string) (string, error) {
 		return "", err
 	}
 	return filepath.Abs(dir)
-}
-
-// writeBinding writes the credentials, control.url and binding.cue into
-// dir. The binding refers to the credentials by absolute file paths, so
-// that a copy of it works from anywhere.
-func writeBinding(o *sim.Opened, dir, control string, scale float64, stepped bool, lookupEnv func(string) (string, bool)) error {
-	secrets := sim.SecretsFrom(lookupEnv)
-	refs := sim.SecretRefs{}
-	for _, s := range []struct {
-		file, value string
-		ref         *string
-	}{{"snmp-community", secrets.Community, &refs.Community}, {"snmp-auth", secrets.AuthPass, &refs.Auth}, {"snmp-priv", secrets.PrivPass, &refs.Priv}} {
-		path := filepath.Join(dir, s.file)
-		if err := os.WriteFile(path, []byte(s.value+"\n"), 0o600); err != nil {
-			return err
-		}
-		*s.ref = "file:" + path
-	}
-	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, refs)
-	b.Simulator = &binding.Simulator{Control: control, TimeScale: scale, Stepped: stepped}
-	var text strings.Builder
-	fmt.Fprintf(&text, "// The simulated site %s, served by sat sim on loopback.\n", o.Site.Name())
-	if stepped {
-		fmt.Fprintf(&text, "// Control interface: %s; site time moves only when advanced (POST /v1/advance).\n", control)
-	} else {
-		fmt.Fprintf(&text, "// Control interface: %s; site time runs %g× wall time.\n", control, scale)
-	}
-	if df := o.Site.Defect(); df != nil {
-		fmt.Fprintf(&text, "// Defect %s: violates %s\n", df.Name, df.Violates)
-	}
-	text.Write(binding.Marshal(b, "binding"))
-	if err := os.WriteFile(filepath.Join(dir, "control.url"), []byte(control+"\n"), 0o644); err != nil {
-		return err
-	}
-	// written whole, then renamed into place: whoever waits for the file
-	// (a script, a test) never reads half of it
-	tmp := filepath.Join(dir, ".binding.cue.tmp")
-	if err := os.WriteFile(tmp, []byte(text.String()), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, "binding.cue"))
 }

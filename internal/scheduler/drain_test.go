@@ -120,7 +120,7 @@ func TestSlurmCheckpointSignal(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o777))
 	script := filepath.Join(dir, "train.sh")
-	require.NoError(t, os.WriteFile(script, []byte("#!/bin/bash\ntrap 'echo checkpoint >> "+dir+"/signals' USR1\ntouch "+dir+"/trapped\nwhile true; do sleep 1 & wait; done\n"), 0o755))
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/bash\ntrap 'echo checkpoint >> "+dir+"/signals' USR1\ntouch "+dir+"/trapped\nwhile true; do sleep 0.2 & wait; echo tick >> "+dir+"/ticks; done\n"), 0o755))
 	trapping := submit(t, c, "-w", "gpu-b-r01-n01", "--comment=seam:checkpoint_now", "-o", filepath.Join(dir, "t.out"), script)
 	plain := submit(t, c, "-w", "gpu-b-r01-n02", "-o", filepath.Join(dir, "p.out"), "--wrap", "sleep 600")
 	waitRunning(t, c, trapping, plain)
@@ -144,7 +144,9 @@ func TestSlurmCheckpointSignal(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, "signals"))
 		return strings.Count(string(b), "checkpoint") == 2
 	}, 20*time.Second, 100*time.Millisecond, "--full reaches the batch shell too")
-	time.Sleep(time.Second)
+	ticks := func() int { b, _ := os.ReadFile(filepath.Join(dir, "ticks")); return strings.Count(string(b), "tick") }
+	after := ticks()
+	require.Eventually(t, func() bool { return ticks() >= after+3 }, 20*time.Second, 100*time.Millisecond, "the batch shell goes on after both signals")
 	assert.Equal(t, "RUNNING", jobState(t, c, trapping), "a job that traps USR1 keeps running")
 
 	// the fact that makes it opt-in: the same signal ends a job that does

@@ -7,14 +7,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/drain"
 	"github.com/seamdc/seam/internal/sign"
+	"github.com/seamdc/seam/internal/topology/hostlist"
 )
 
 func init() {
@@ -143,13 +146,13 @@ func send(addr string, s drain.Signed, stdout, stderr io.Writer) int {
 	case http.StatusOK:
 		fmt.Fprintln(stdout, a.Result.Message)
 		if len(a.Result.Returned) > 0 {
-			fmt.Fprintf(stdout, "returned: %s\n", strings.Join(a.Result.Returned, ","))
+			fmt.Fprintf(stdout, "returned: %s\n", hostlist.Compress(a.Result.Returned))
 		}
-		for n, owners := range a.Result.Kept {
-			fmt.Fprintf(stdout, "kept: %s (held by %v)\n", n, owners)
+		for _, n := range slices.Sorted(maps.Keys(a.Result.Kept)) {
+			fmt.Fprintf(stdout, "kept: %s, held by %s\n", n, joinOwners(a.Result.Kept[n]))
 		}
 		if len(a.Result.Left) > 0 {
-			fmt.Fprintf(stdout, "left as an operator set them: %s\n", strings.Join(a.Result.Left, ","))
+			fmt.Fprintf(stdout, "left as an operator set them: %s\n", hostlist.Compress(a.Result.Left))
 		}
 		return cli.ExitOK
 	case http.StatusConflict:
@@ -164,4 +167,12 @@ func send(addr string, s drain.Signed, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "facilityd approve: %s: %s\n", resp.Status, a.Error)
 	return cli.ExitTool
+}
+
+func joinOwners(os []drain.Owner) string {
+	out := make([]string, len(os))
+	for i, o := range os {
+		out[i] = string(o)
+	}
+	return strings.Join(out, ", ")
 }

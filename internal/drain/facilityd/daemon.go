@@ -134,8 +134,14 @@ func New(cfg *Config, opt Options) (*Daemon, error) {
 	if d.Sched == nil {
 		d.Sched = d.scheduler()
 	}
-	if d.rec.Active() {
+	switch {
+	case d.rec.Active():
 		d.Sched = scheduler.DryRun(d.Sched, d.rec, cfg.dryPeer())
+	case cfg.Scheduler.Kind == "none" && opt.Scheduler == nil:
+		// no scheduler to write: each drain and undrain is printed as it
+		// would be sent, the rest (the ledger, the journal) is real
+		d.Sched = scheduler.DryRun(d.Sched, dryrun.New(opt.Out, d.Log), "")
+		fmt.Fprintln(orDiscard(opt.Out), "facilityd: scheduler none: nothing is sent to a scheduler; each drain and undrain is printed as it would be")
 	}
 	if err := d.buildController(opt); err != nil {
 		d.Close()
@@ -602,8 +608,16 @@ func (d *Daemon) Close() error {
 	return errors.Join(errs...)
 }
 
-// noScheduler is "scheduler: none": every node reads idle and nothing
-// is run (dry runs on a laptop).
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// noScheduler is "scheduler: none": every node reads idle, and it is
+// only ever used through its recording twin, which prints each drain
+// and undrain instead of sending it (a laptop, the demo).
 type noScheduler struct{}
 
 func (noScheduler) Status(_ context.Context, names []string) (scheduler.Status, error) {
@@ -614,7 +628,7 @@ func (noScheduler) Status(_ context.Context, names []string) (scheduler.Status, 
 	return st, nil
 }
 func (noScheduler) Drain(context.Context, []string, string) error {
-	return errors.New("no scheduler configured (scheduler.kind none): run with --dry-run")
+	return errors.New("no scheduler configured (scheduler.kind none)")
 }
 func (noScheduler) Undrain(context.Context, []string) error {
 	return errors.New("no scheduler configured (scheduler.kind none)")

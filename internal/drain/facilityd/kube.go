@@ -97,15 +97,14 @@ func kubeDrainer(c *Config, log *slog.Logger) (*kube.Drainer, k8s.Interface, err
 	if err != nil {
 		return nil, nil, err
 	}
-	rc.UserAgent = "facilityd/" + version.Version
-	rc.QPS, rc.Burst = 100, 600
+	qps, burst := float32(100), 600
 	if k.QPS > 0 {
-		rc.QPS = k.QPS
+		qps = k.QPS
 	}
 	if k.Burst > 0 {
-		rc.Burst = k.Burst
+		burst = k.Burst
 	}
-	cs, err := k8s.NewForConfig(rc)
+	cs, err := kube.NewClient(rc, "facilityd/"+version.Version, qps, burst)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scheduler.kubernetes: %w", err)
 	}

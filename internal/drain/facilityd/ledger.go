@@ -76,11 +76,7 @@ func (d *Daemon) openLedger(ctx context.Context) (hold.Backend, error) {
 		return nil, fmt.Errorf("ledger %s: %w", lc.Store, err)
 	}
 	d.ledgerStore = st
-	system := "slurm"
-	if d.Cfg.Scheduler.Kind == "kubernetes" {
-		system = "kubernetes"
-	}
-	return st.Ledger(a, system), nil
+	return st.Ledger(a, "slurm"), nil // facilityd's nodes go by the inventory's Slurm names (alarm.Index)
 }
 
 func (d *Daemon) ledgerSigner(lc *LedgerConfig) (ssh.Signer, error) {

@@ -32,9 +32,12 @@ Alertmanager's Watchdog, and drains the nodes of a domain whose severe
 alarm rises (never kills a job). A cleared alarm releases nothing: a
 person approves each release with facilityd approve.
 
---dry-run runs nothing on the scheduler: it prints each command it would
-run, and journals nothing. --once (with --dry-run) takes the alarms of
---raise, prints what it would do, and exits: a drill.`
+--dry-run writes nothing anywhere: not the scheduler, the ledger, the
+BMCs' caps, its state or its journal; it reads them all, and prints
+each write it would make ("would run: scontrol …", "would PATCH …").
+--once (with --dry-run) takes the alarms of --raise, runs one turn of
+the caps and chemistry reconcilers, prints what it would do, and exits:
+a drill.`
 
 type stringList []string
 
@@ -171,6 +174,15 @@ func (d *Daemon) drill(ctx context.Context, obs []alarm.Observation, w io.Writer
 	for _, o := range obs {
 		fmt.Fprintf(w, "alarm %s for %s (%d nodes)\n", o.Type, o.Domain, len(d.Index.Nodes(o.Domain)))
 		d.Observe(o)
+	}
+	// one turn of each reconciler: what they would write is printed too
+	if d.caps != nil {
+		d.caps.check(ctx)
+	}
+	if d.chem != nil {
+		if err := d.chem.check(ctx); err != nil {
+			fmt.Fprintf(w, "problem: water chemistry not read: %v\n", err)
+		}
 	}
 	snap := d.Ctl.Snapshot()
 	for _, h := range snap.Holds {

@@ -343,6 +343,9 @@ func historyText(w io.Writer, title string, evs []*lifecycle.Event, withElement 
 			by += " (signed)"
 		}
 		reason := oneLine(e.Reason)
+		if h, ok := e.Hold(); ok {
+			reason = string(h.Owner) + ": " + reason
+		}
 		if len(e.Evidence) > 0 {
 			kinds := map[string]bool{}
 			for _, ev := range e.Evidence {

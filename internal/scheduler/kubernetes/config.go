@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	k8s "k8s.io/client-go/kubernetes"
 
@@ -45,7 +46,21 @@ func Client(kubeconfig string, lookupEnv func(string) (string, bool), qps float3
 	if err != nil {
 		return nil, err
 	}
+	return NewClient(cfg, "", qps, burst)
+}
+
+// NewClient is the one place seam builds a clientset: from cfg, as
+// userAgent ("" client-go's), at qps requests a second and burst more,
+// every request bounded (a minute unless cfg says less).
+func NewClient(cfg *rest.Config, userAgent string, qps float32, burst int) (k8s.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = qps, burst
+	if userAgent != "" {
+		cfg.UserAgent = userAgent
+	}
+	if cfg.Timeout <= 0 || cfg.Timeout > time.Minute {
+		cfg.Timeout = time.Minute
+	}
 	cs, err := k8s.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
