@@ -61,6 +61,7 @@ var suite = []struct {
 	{"holds", testHolds},
 	{"ledger backend", testLedgerBackend},
 	{"ledger migrates", testLedgerMigrates},
+	{"ledger writers", testLedgerWriters},
 	{"chemistry", testChemistry},
 	{"chemistry migrates", testChemistryMigrates},
 }
