@@ -70,6 +70,22 @@ demo: build
 	  [ -f $(OUT)/evidence/$$level/report/report.html ] && echo "HTML report ($$level): $(OUT)/evidence/$$level/report/report.html"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "make demo: did not pass:$$failed (the reports above say why)"; exit 1; fi
+	@# the site's day after handover, with the commands a user types: through
+	@# a throwaway Slurm on loopback where Slurm is installed (as root), else
+	@# with scheduler none, which prints each drain and undrain it would send
+	@echo; echo "== a day in the life of the site (hack/day-in-the-life.sh, docs/day-in-the-life.md)"
+	@rm -rf $(OUT)/day $(OUT)/slurm; mkdir -p $(OUT)/day
+	@if why=$$(bash hack/local-slurm.sh start $(OUT)/slurm); then \
+	  echo "$$why"; \
+	  SLURM_CONF=$(abspath $(OUT))/slurm/slurm.conf WORK=$(abspath $(OUT))/day bash hack/day-in-the-life.sh; rc=$$?; \
+	  bash hack/local-slurm.sh stop $(OUT)/slurm; \
+	else \
+	  echo "$$why: the operate half runs with scheduler none, printing each drain and undrain it would send"; \
+	  WORK=$(abspath $(OUT))/day bash hack/day-in-the-life.sh; rc=$$?; \
+	fi; \
+	echo; echo "the day in the life: $(OUT)/day (its story above; sat lifecycle history gpu-a-r01-n03 --store $(OUT)/day/site.db)"; \
+	for level in sat ist; do echo "HTML report ($$level): $(OUT)/evidence/$$level/report/report.html"; done; \
+	exit $$rc
 
 # The figures the issues name, one table per package (ns/op and the
 # custom metrics each benchmark reports). Heavy benchmarks run a fixed

@@ -12,14 +12,22 @@
 #                     scheduler is none: each drain and undrain is printed
 #                     as it would be sent, and the baselines are written by
 #                     hand (as docs/lifecycle.md does)
-#   FACILITYD_LISTEN  facilityd's address (default 127.0.0.1:19469)
+#   FACILITYD_LISTEN  facilityd's address (default a free loopback port)
 #   ALERTMANAGER      Alertmanager's URL (optional): facilityd reads its
 #                     silences, and the pump trip is waited for from it too
 set -euo pipefail
 SEAM=${SEAM:-$(cd "$(dirname "$0")/.." && pwd)}
 BIN=${BIN:-$SEAM/bin}
 WORK=${WORK:-$(mktemp -d -t seam-day-XXXXXX)}
-LISTEN=${FACILITYD_LISTEN:-127.0.0.1:19469}
+# a free loopback port: nothing answers on it
+port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 10000))
+    (echo > "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
+  done
+}
+LISTEN=${FACILITYD_LISTEN:-127.0.0.1:$(port)}
 export PATH=$BIN:$PATH SEAM_LIFECYCLE_STORE=$WORK/site.db
 cd "$WORK"
 NODES=(gpu-a-r01-n01 gpu-a-r01-n02 gpu-a-r01-n03 gpu-a-r01-n04)

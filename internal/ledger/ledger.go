@@ -82,9 +82,11 @@ type Result struct {
 	// Changed are the nodes the owner's hold took or gave up.
 	Changed []string `json:"changed,omitempty"`
 	// Drained and Returned are the nodes taken out of the pool, and
-	// given back to it.
+	// given back to it; Reasons the nodes seam had drained whose reason
+	// it rewrote (an owner more or less).
 	Drained  []string `json:"drained,omitempty"`
 	Returned []string `json:"returned,omitempty"`
+	Reasons  []string `json:"reasons,omitempty"`
 	// Kept are nodes of a release still held, by whom.
 	Kept map[string][]hold.Owner `json:"kept,omitempty"`
 	// Left are nodes the ledger leaves as an operator set them: an
@@ -322,6 +324,7 @@ func (l *Ledger) verb(done, dry string) string {
 
 func (r *Result) merge(o Result) {
 	r.Drained = append(r.Drained, o.Drained...)
+	r.Reasons = append(r.Reasons, o.Reasons...)
 	r.Returned = append(r.Returned, o.Returned...)
 	r.Failed = append(r.Failed, o.Failed...)
 	r.Left = append(r.Left, o.Left...)
@@ -383,6 +386,7 @@ func (l *Ledger) apply(ctx context.Context, s hold.Session, nodes []string) (Res
 		return r
 	}
 	byReason := map[string][]string{}
+	rewrite := map[string]bool{} // drained already: only the reason changes
 	var undrain []string
 	for _, n := range nodes {
 		ns, known := status.Nodes[n]
@@ -419,6 +423,7 @@ func (l *Ledger) apply(ctx context.Context, s hold.Session, nodes []string) (Res
 			r.Reason, r.External = ns.Reason, ""
 			if want != ns.Reason {
 				byReason[want] = append(byReason[want], n)
+				rewrite[n] = true
 			}
 		case ns.Drained && r.Ours:
 			l.override(n, r, held, fmt.Sprintf("drained by %s with reason %q", orSomeone(ns.ReasonBy), ns.Reason))
@@ -434,7 +439,14 @@ func (l *Ledger) apply(ctx context.Context, s hold.Session, nodes []string) (Res
 		}
 	}
 	drained, failed, derr := l.drain(ctx, byReason, rec, now)
-	res.Drained, res.Failed = drained, failed
+	for _, n := range drained {
+		if rewrite[n] {
+			res.Reasons = append(res.Reasons, n)
+		} else {
+			res.Drained = append(res.Drained, n)
+		}
+	}
+	res.Failed = failed
 	if derr != nil {
 		errs = append(errs, derr)
 	}

@@ -108,6 +108,9 @@ func printApplied(w io.Writer, r ledger.Result, dry bool) {
 	if len(r.Drained) > 0 {
 		fmt.Fprintf(w, "%s: %d node(s)\n", drained, len(r.Drained))
 	}
+	if len(r.Reasons) > 0 {
+		fmt.Fprintf(w, "%s, the reason now naming every owner: %d node(s)\n", map[bool]string{false: "drained already", true: "drained already (would be)"}[dry], len(r.Reasons))
+	}
 	if len(r.Returned) > 0 {
 		fmt.Fprintf(w, "%s: %d node(s)\n", returned, len(r.Returned))
 	}
