@@ -287,14 +287,6 @@ func (s *Store) queryOn(ctx context.Context, q querier, query string, args ...an
 	return out, s.wrap(rows.Err())
 }
 
-func prefixed(p, cols string) string {
-	parts := strings.Split(cols, ", ")
-	for i := range parts {
-		parts[i] = p + parts[i]
-	}
-	return strings.Join(parts, ", ")
-}
-
 // lastEvent is the element's latest event (nil: none).
 func (s *Store) lastEvent(ctx context.Context, q querier, key string) (*Event, error) {
 	e, err := scanEvent(q.QueryRowContext(ctx, s.q("SELECT "+eventCols+" FROM events WHERE element = ? ORDER BY at DESC, seq DESC LIMIT 1"), key))

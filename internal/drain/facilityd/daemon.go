@@ -499,9 +499,6 @@ func (d *Daemon) checkMappings() {
 // Problems are the start-up problems that did not stop facilityd.
 func (d *Daemon) Problems() []string { return slices.Clone(d.problems) }
 
-// JournalDir is this run's journal.
-func (d *Daemon) JournalDir() string { return d.journalAt }
-
 // Observe is the one intake: every source's observation goes through
 // it into the stream, the deadlines and the controller.
 func (d *Daemon) Observe(o alarm.Observation) {

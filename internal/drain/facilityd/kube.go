@@ -171,7 +171,8 @@ func lead(ctx context.Context, cfg *Config, kd *kube.Drainer, cs k8s.Interface, 
 	defer cancel(nil)
 	store := &kubeha.Store{Client: cs, Namespace: ns, Leader: id, Epoch: epoch}
 	d, err := New(cfg, Options{Out: stdout, Log: log, Scheduler: kd, Shared: &Shared{Store: store, Journal: &kubeha.Journal{Client: cs, Namespace: ns, Leader: id, Epoch: epoch},
-		Fenced: func(err error) { cancel(err) }, Claim: func(site string) (*drain.State, error) { return store.Claim(ctx, site) }}})
+		Fenced: func(err error) { cancel(err) }, Claim: func(site string) (*drain.State, error) { return store.Claim(ctx, site) },
+		Epoch: epoch, Leader: id}})
 	if err != nil {
 		return err
 	}
