@@ -80,6 +80,15 @@ func (o Owner) Tag() string {
 	return string(o)
 }
 
+// Join writes owners as a list a person reads: "burnin:swap, rma:CASE-7".
+func Join(owners []Owner) string {
+	out := make([]string, len(owners))
+	for i, o := range owners {
+		out[i] = string(o)
+	}
+	return strings.Join(out, ", ")
+}
+
 // Reason is the reason string of a node under holds: their tags,
 // facility holds first, within the scheduler's reason length; when they
 // do not fit, the first ones and how many more.

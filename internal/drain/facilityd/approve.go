@@ -16,6 +16,7 @@ import (
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/drain"
+	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/sign"
 	"github.com/seamdc/seam/internal/topology/hostlist"
 )
@@ -149,7 +150,7 @@ func send(addr string, s drain.Signed, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "returned: %s\n", hostlist.Compress(a.Result.Returned))
 		}
 		for _, n := range slices.Sorted(maps.Keys(a.Result.Kept)) {
-			fmt.Fprintf(stdout, "kept: %s, held by %s\n", n, joinOwners(a.Result.Kept[n]))
+			fmt.Fprintf(stdout, "kept: %s, held by %s\n", n, hold.Join(a.Result.Kept[n]))
 		}
 		if len(a.Result.Left) > 0 {
 			fmt.Fprintf(stdout, "left as an operator set them: %s\n", hostlist.Compress(a.Result.Left))
@@ -167,12 +168,4 @@ func send(addr string, s drain.Signed, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "facilityd approve: %s: %s\n", resp.Status, a.Error)
 	return cli.ExitTool
-}
-
-func joinOwners(os []drain.Owner) string {
-	out := make([]string, len(os))
-	for i, o := range os {
-		out[i] = string(o)
-	}
-	return strings.Join(out, ", ")
 }

@@ -459,7 +459,7 @@ func runHold(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(w, "%s %s on %d node(s)\n", o, verb, len(res.Changed))
 		printApplied(w, res, l.DryRun)
 		for _, n := range slices.Sorted(maps.Keys(res.Kept)) {
-			fmt.Fprintf(w, "%s still held by %s\n", n, joinOwners(res.Kept[n]))
+			fmt.Fprintf(w, "%s still held by %s\n", n, hold.Join(res.Kept[n]))
 		}
 		if l.Sched == nil {
 			fmt.Fprintln(w, "no --scheduler: facilityd's reconcile brings the scheduler in line")
@@ -469,14 +469,6 @@ func runHold(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "hold", c, err)
 	}
 	return cli.ExitOK
-}
-
-func joinOwners(os []hold.Owner) string {
-	out := make([]string, len(os))
-	for i, o := range os {
-		out[i] = string(o)
-	}
-	return strings.Join(out, ", ")
 }
 
 // holdOwner is --owner, or --kind with the principal that signs.
