@@ -214,9 +214,13 @@ func declared(dir string, files []string, stderr io.Writer) (string, *inventory.
 	return c.Site.Name, g, names, nil
 }
 
-// bmcTargets are the BMCs to walk and how: the binding's bmcs section,
-// or the simulator the binding names.
+// bmcTargets are the BMCs to walk and how: on a simulated site the BMCs
+// its simulator runs now (a tray added since sat sim wrote bmcs.cue is
+// walked too), else the binding's bmcs section.
 func bmcTargets(ctx context.Context, b *binding.Binding, bm *binding.BMCs, d *discover.Declared, lookupEnv func(string) (string, bool)) ([]discover.Target, discover.Options, error) {
+	if b.Simulator != nil {
+		return simTargets(ctx, b.Simulator.Control, lookupEnv)
+	}
 	byName := d.BMCNames()
 	if bm != nil {
 		opt, err := bmchttp.FromBinding(bm, lookupEnv)
@@ -236,10 +240,12 @@ func bmcTargets(ctx context.Context, b *binding.Binding, bm *binding.BMCs, d *di
 		}
 		return out, opt, nil
 	}
-	if b.Simulator == nil {
-		return nil, discover.Options{}, errors.New("the binding names no BMCs: add a bmcs section (user, password, endpoints), or discover a simulated site (sat sim's binding)")
-	}
-	eps, err := (&sim.Client{URL: b.Simulator.Control}).BMCs(ctx)
+	return nil, discover.Options{}, errors.New("the binding names no BMCs: add a bmcs section (user, password, endpoints), or discover a simulated site (sat sim's binding)")
+}
+
+// simTargets are the BMCs a simulator runs, with its credentials.
+func simTargets(ctx context.Context, control string, lookupEnv func(string) (string, bool)) ([]discover.Target, discover.Options, error) {
+	eps, err := (&sim.Client{URL: control}).BMCs(ctx)
 	if err != nil {
 		return nil, discover.Options{}, err
 	}

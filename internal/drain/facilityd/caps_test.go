@@ -27,7 +27,7 @@ import (
 // nodes' BMCs reads back and raises nothing; a BMC reset drops one cap,
 // and facilityd names the drift (power_cap_drift of the node's rack),
 // writes the cap back and clears the alarm once it reads back. It
-// drains nothing.
+// drains nothing. A dry run names the drift and writes nothing.
 func TestCapReconciler(t *testing.T) {
 	ctx := context.Background()
 	root := peer.Root(t)
@@ -67,15 +67,33 @@ func TestCapReconciler(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC))
 	cfg, err := facilityd.LoadConfig(demoConfig(t, `, "caps": {"file": "`+capsFile+`", "binding": "`+bind+`"}`))
 	require.NoError(t, err)
-	d, err := facilityd.New(cfg, facilityd.Options{DryRun: true, Out: io.Discard, Clock: clk})
+	d, err := facilityd.New(cfg, facilityd.Options{Out: io.Discard, Clock: clk})
 	require.NoError(t, err)
 	defer d.Close()
 	rack := alarm.Domain{Kind: alarm.Rack, Value: "ma/r01"}
 
-	drifts, err := d.ReconcileCaps(ctx)
+	// a dry run sees the drift a reset makes and writes nothing back
+	dry, err := facilityd.New(cfg, facilityd.Options{DryRun: true, Out: io.Discard, Clock: clk})
+	require.NoError(t, err)
+	defer dry.Close()
+	require.NoError(t, o.AddFleetDefect(fleet.Defect{Kind: sim.DefectBMCReset, Target: "bmc-a-r01-n01"}))
+	_, before := o.Writes()
+	drifts, err := dry.ReconcileCaps(ctx)
+	require.NoError(t, err)
+	require.Len(t, drifts, 1)
+	a, ok := dry.Stream.Get(facilityd.CapDrift, rack)
+	require.True(t, ok)
+	assert.True(t, a.Active, "a dry run writes nothing back: still drifted")
+	_, after := o.Writes()
+	assert.Equal(t, before, after, "the dry run sent no write to a BMC")
+	for _, r := range apply.Run(ctx, apply.Apply, targets, opt) {
+		require.NoError(t, r.Err)
+	}
+
+	drifts, err = d.ReconcileCaps(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, drifts, "both caps read back")
-	_, ok := d.Stream.Get(facilityd.CapDrift, rack)
+	_, ok = d.Stream.Get(facilityd.CapDrift, rack)
 	assert.False(t, ok)
 
 	require.NoError(t, o.AddFleetDefect(fleet.Defect{Kind: sim.DefectBMCReset, Target: "bmc-a-r01-n01"}))
@@ -88,7 +106,7 @@ func TestCapReconciler(t *testing.T) {
 	require.Len(t, drifts, 1)
 	assert.Equal(t, "gpu-a-r01-n01", drifts[0].Node)
 	assert.Equal(t, 6400.0, drifts[0].ReadBackW)
-	a, ok := d.Stream.Get(facilityd.CapDrift, rack)
+	a, ok = d.Stream.Get(facilityd.CapDrift, rack)
 	require.True(t, ok, "the drift was raised")
 	assert.False(t, a.Active, "written back, the alarm cleared")
 	assert.False(t, a.FirstSeen.IsZero())
