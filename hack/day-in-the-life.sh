@@ -57,10 +57,10 @@ scheduler() {
     grep '^would run: ' facilityd/out.log | tail -n 2 | cut -c 1-160
   fi
 }
-baseline() { # NODE: a passed baseline of the node, taken now, by hand
+baseline() { # NODE: a passed baseline of the node, taken now (to the nanosecond: a swap may be moments old), by hand
   cat > "$1.baseline.json" <<EOF
 {"format": "seam.baseline/v1", "node": "$1", "serial": "$(sat lifecycle show "$1" --format json | grep -o '"serial": "[^"]*"' | head -n 1 | cut -d '"' -f 4)",
- "taken": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "tool": "by hand", "passed": true, "metrics": {"gpu_count": 4, "nccl_allreduce_busbw_gbps": 812.4}}
+ "taken": "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)", "tool": "by hand", "passed": true, "metrics": {"gpu_count": 4, "nccl_allreduce_busbw_gbps": 812.4}}
 EOF
 }
 if [ -n "${SLURM_CONF:-}" ]; then SCHED=slurm; else SCHED=none; fi
