@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -27,6 +28,9 @@ const (
 	// RuleBMCWritableOn is a writable_on entry for a BMC that the
 	// endpoints do not have.
 	RuleBMCWritableOn = "BIND033"
+	// RuleBMCAccount is a bmcs section with neither one account (user and
+	// password) nor a secrets file, or with both.
+	RuleBMCAccount = "BIND034"
 )
 
 // ControlPowerLimit is the node power cap control (bmcs.writable).
@@ -35,8 +39,12 @@ const ControlPowerLimit = "PowerLimit"
 // BMCs is a binding's bmcs section: how sat discover reaches the site's
 // BMCs over Redfish.
 type BMCs struct {
-	User      string
-	Password  Secret
+	User     string
+	Password Secret
+	// Secrets is the secrets file's path (absolute), when the section
+	// names one instead of one account: each BMC's account, its active
+	// and its pending secret (package bmcsecret).
+	Secrets   string
 	Scheme    string // https, http
 	Insecure  bool
 	Auth      string // session, basic
@@ -109,13 +117,7 @@ func LoadBMCs(dir string) (*BMCs, diag.List, error) {
 		PerBMC: integer(v, "per_bmc"), Pos: r.UserPos(v)}
 	b.Insecure, _ = at(v, "insecure").Bool()
 	b.Timeout = d.duration(at(v, "timeout"), "bmcs.timeout")
-	pv := at(v, "password")
-	ref, _ := pv.String()
-	b.Password = Secret{Ref: ref, What: "password of the BMCs", Dir: r.Dir, Pos: r.UserPos(pv)}
-	if !b.Password.valid() {
-		d.diags.Errorf(RuleBMCSecret, b.Password.Pos, "bmcs.password", "bmcs.password: the password is written inline").Hint =
-			`write a reference: "env:SEAM_BMC_PASSWORD" or "file:bmc-password"`
-	}
+	d.account(b, v)
 	for _, name := range cueload.Labels(at(v, "endpoints")) {
 		ev := at(v, "endpoints", name)
 		addr, _ := ev.String()
@@ -142,6 +144,41 @@ func LoadBMCs(dir string) (*BMCs, diag.List, error) {
 	return b, d.diags.Sorted(), nil
 }
 
+// account reads the section's account: user and password, or the
+// secrets file.
+func (d *decoder) account(b *BMCs, v cue.Value) {
+	pv, sv := at(v, "password"), at(v, "secrets")
+	if sv.Exists() {
+		path, _ := sv.String()
+		if path != "" && !filepath.IsAbs(path) {
+			path = filepath.Join(d.r.Dir, path)
+		}
+		b.Secrets = path
+	}
+	switch {
+	case sv.Exists() && (pv.Exists() || b.User != ""):
+		d.diags.Errorf(RuleBMCAccount, d.r.UserPos(sv), "bmcs.secrets", "bmcs: both a secrets file and a user and password").Hint =
+			"keep one: the secrets file (each BMC's account), or user and password (one account for all)"
+		return
+	case sv.Exists():
+		if b.Secrets == "" {
+			d.diags.Errorf(RuleBMCAccount, d.r.UserPos(sv), "bmcs.secrets", "bmcs.secrets is empty").Hint =
+				`name the secrets file: secrets: "bmc-secrets.json"`
+		}
+		return
+	case !pv.Exists() || b.User == "":
+		d.diags.Errorf(RuleBMCAccount, b.Pos, "bmcs", "bmcs: no account: give user and password, or a secrets file").Hint =
+			`write user: "seam" and password: "file:bmc-password", or secrets: "bmc-secrets.json" (docs/bmc-credentials.md)`
+		return
+	}
+	ref, _ := pv.String()
+	b.Password = Secret{Ref: ref, What: "password of the BMCs", Dir: d.r.Dir, Pos: d.r.UserPos(pv)}
+	if !b.Password.valid() {
+		d.diags.Errorf(RuleBMCSecret, b.Password.Pos, "bmcs.password", "bmcs.password: the password is written inline").Hint =
+			`write a reference: "env:SEAM_BMC_PASSWORD" or "file:bmc-password", or use a secrets file (bmcs.secrets)`
+	}
+}
+
 // MarshalBMCs writes the bmcs section as a file of the given CUE
 // package, to sit beside a binding (sat sim's bmcs.cue). LoadBMCs reads
 // it back to an equal section.
@@ -149,7 +186,12 @@ func MarshalBMCs(b *BMCs, pkg string) []byte {
 	var w bytes.Buffer
 	q := strconv.Quote
 	fmt.Fprintf(&w, "package %s\n\nbmcs: {\n", pkg)
-	fmt.Fprintf(&w, "\tuser:     %s\n\tpassword: %s\n\tscheme:   %s\n", q(b.User), q(b.Password.Ref), q(b.Scheme))
+	if b.Secrets != "" {
+		fmt.Fprintf(&w, "\tsecrets:  %s\n", q(b.Secrets))
+	} else {
+		fmt.Fprintf(&w, "\tuser:     %s\n\tpassword: %s\n", q(b.User), q(b.Password.Ref))
+	}
+	fmt.Fprintf(&w, "\tscheme:   %s\n", q(b.Scheme))
 	if b.Insecure {
 		w.WriteString("\tinsecure: true\n")
 	}

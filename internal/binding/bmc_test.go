@@ -70,7 +70,10 @@ func TestBMCsErrors(t *testing.T) {
 		{`bmcs: {user: "admin", password: "hunter2"}`, RuleBMCSecret, "written inline"},
 		{`bmcs: {user: "admin", password: "env:P", endpoints: {"x": "10.1.1.7"}}`, RuleBMCAddress, `"10.1.1.7" is not host:port`},
 		{`bmcs: {user: "admin", password: "env:P", per_bmc: 3}`, "", "per_bmc"},
-		{`bmcs: {password: "env:P"}`, "", "user"},
+		{`bmcs: {password: "env:P"}`, RuleBMCAccount, "no account: give user and password, or a secrets file"},
+		{`bmcs: {scheme: "http"}`, RuleBMCAccount, "no account"},
+		{`bmcs: {user: "admin", password: "env:P", secrets: "bmc-secrets.json"}`, RuleBMCAccount, "both a secrets file and a user and password"},
+		{`bmcs: {secrets: ""}`, RuleBMCAccount, "bmcs.secrets is empty"},
 	} {
 		_, diags, err := LoadBMCs(bmcDir(t, c.body))
 		require.NoError(t, err)
@@ -80,4 +83,24 @@ func TestBMCsErrors(t *testing.T) {
 		}
 		assert.Contains(t, diags[0].Message+diags[0].Path, c.msg, c.body)
 	}
+}
+
+// A bmcs section that names a secrets file: its path relative to the
+// binding, no user or password; written back as it was.
+func TestBMCsSecretsFile(t *testing.T) {
+	dir := bmcDir(t, `bmcs: {secrets: "bmc-secrets.json", scheme: "http", endpoints: {"bmc-1": "127.0.0.1:40121"}}
+`)
+	b, diags, err := LoadBMCs(dir)
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	assert.Equal(t, filepath.Join(dir, "bmc-secrets.json"), b.Secrets)
+	assert.False(t, b.Password.IsSet())
+
+	again := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(again, "b.cue"), []byte("package b\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(again, "bmcs.cue"), MarshalBMCs(b, "b"), 0o644))
+	back, diags, err := LoadBMCs(again)
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	assert.Equal(t, b.Secrets, back.Secrets)
 }

@@ -144,7 +144,7 @@ func walkOne(ctx context.Context, t Target, o Options) *Found {
 		f.Elapsed = time.Since(start)
 		return f
 	}
-	c, err := o.Connect(ctx, client, endpoint)
+	c, err := o.Connect(ctx, client, t.Name, endpoint)
 	f.Requests += 2
 	if err != nil {
 		uri := "/redfish/v1/"

@@ -53,25 +53,23 @@ func TestCapScripts(t *testing.T) {
 	})
 }
 
+// cmdCapBMCs declares the power limit writable in the bmcs.cue sat sim
+// wrote (as it writes it), or not (the one edit a test makes, to see a
+// refusal).
 func cmdCapBMCs(ts *testscript.TestScript, neg bool, args []string) {
 	bg := ts.Value("sim").(*background)
 	if len(args) != 1 || (args[0] != "writable" && args[0] != "readonly") {
 		ts.Fatalf("usage: capbmcs writable|readonly")
 	}
-	url, err := os.ReadFile(filepath.Join(bg.out, "control.url"))
+	b, diags, err := binding.LoadBMCs(bg.out)
 	ts.Check(err)
-	c := &sim.Client{URL: strings.TrimSpace(string(url))}
-	eps, err := c.BMCs(context.Background())
-	ts.Check(err)
-	sec := sim.SecretsFrom(func(string) (string, bool) { return "", false })
-	b := &binding.BMCs{User: sec.BMCUser, Password: binding.Secret{Ref: "file:bmc-password"}, Scheme: "http", PerBMC: 2}
+	if len(diags) > 0 || b == nil {
+		ts.Fatalf("sat sim's bmcs.cue: %v", diags)
+	}
+	b.WritableControls = nil
 	if args[0] == "writable" {
 		b.WritableControls = []string{binding.ControlPowerLimit}
 	}
-	for _, e := range eps {
-		b.Endpoints = append(b.Endpoints, binding.BMCEndpoint{Name: e.Name, Address: e.Address})
-	}
-	ts.Check(os.WriteFile(filepath.Join(bg.out, "bmc-password"), []byte(sec.BMCPassword+"\n"), 0o600))
 	ts.Check(os.WriteFile(filepath.Join(bg.out, "bmcs.cue"), binding.MarshalBMCs(b, "binding"), 0o644))
 }
 

@@ -214,47 +214,39 @@ func declared(dir string, files []string, stderr io.Writer) (string, *inventory.
 	return c.Site.Name, g, names, nil
 }
 
-// bmcTargets are the BMCs to walk and how: on a simulated site the BMCs
-// its simulator runs now (a tray added since sat sim wrote bmcs.cue is
-// walked too), else the binding's bmcs section.
+// bmcTargets are the BMCs to walk and how: the binding's bmcs section's
+// access, and its endpoints (else the inventory's addresses); on a
+// simulated site the BMCs its simulator runs now (a tray added since sat
+// sim wrote bmcs.cue is walked too).
 func bmcTargets(ctx context.Context, b *binding.Binding, bm *binding.BMCs, d *discover.Declared, lookupEnv func(string) (string, bool)) ([]discover.Target, discover.Options, error) {
+	if bm == nil {
+		return nil, discover.Options{}, errors.New("the binding names no BMCs: add a bmcs section (secrets or user and password, endpoints), or discover a simulated site (sat sim's binding has one)")
+	}
+	opt, err := bmchttp.FromBinding(bm, lookupEnv)
+	if err != nil {
+		return nil, opt, err
+	}
 	if b.Simulator != nil {
-		return simTargets(ctx, b.Simulator.Control, lookupEnv)
+		eps, err := (&sim.Client{URL: b.Simulator.Control}).BMCs(ctx)
+		var out []discover.Target
+		for _, e := range eps {
+			out = append(out, discover.Target{Name: e.Name, URL: bm.Scheme + "://" + e.Address, Expect: e.Key})
+		}
+		return out, opt, err
+	}
+	if len(bm.Endpoints) == 0 {
+		t := d.Targets(bm.Scheme)
+		if len(t) == 0 {
+			return nil, opt, errors.New("the bmcs section lists no endpoints, and the inventory gives no BMC an address")
+		}
+		return t, opt, nil
 	}
 	byName := d.BMCNames()
-	if bm != nil {
-		opt, err := bmchttp.FromBinding(bm, lookupEnv)
-		if err != nil {
-			return nil, discover.Options{}, err
-		}
-		if len(bm.Endpoints) == 0 {
-			t := d.Targets(bm.Scheme)
-			if len(t) == 0 {
-				return nil, opt, errors.New("the bmcs section lists no endpoints, and the inventory gives no BMC an address")
-			}
-			return t, opt, nil
-		}
-		var out []discover.Target
-		for _, e := range bm.Endpoints {
-			out = append(out, discover.Target{Name: e.Name, URL: bm.Scheme + "://" + e.Address, Expect: byName[e.Name]})
-		}
-		return out, opt, nil
-	}
-	return nil, discover.Options{}, errors.New("the binding names no BMCs: add a bmcs section (user, password, endpoints), or discover a simulated site (sat sim's binding)")
-}
-
-// simTargets are the BMCs a simulator runs, with its credentials.
-func simTargets(ctx context.Context, control string, lookupEnv func(string) (string, bool)) ([]discover.Target, discover.Options, error) {
-	eps, err := (&sim.Client{URL: control}).BMCs(ctx)
-	if err != nil {
-		return nil, discover.Options{}, err
-	}
-	sec := sim.SecretsFrom(lookupEnv)
 	var out []discover.Target
-	for _, e := range eps {
-		out = append(out, discover.Target{Name: e.Name, URL: "http://" + e.Address, Expect: e.Key})
+	for _, e := range bm.Endpoints {
+		out = append(out, discover.Target{Name: e.Name, URL: bm.Scheme + "://" + e.Address, Expect: byName[e.Name]})
 	}
-	return out, discover.Options{User: sec.BMCUser, Password: sec.BMCPassword}, nil
+	return out, opt, nil
 }
 
 func splitList(s string) []string {

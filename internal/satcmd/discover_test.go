@@ -10,7 +10,6 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/sim"
 	"github.com/seamdc/seam/internal/sim/fleet"
 )
@@ -24,7 +23,6 @@ import (
 //	fleet nodes STATE NODE...                 set nodes' workload, in phase
 //	fleet env                                 set CONTROL to the control interface's URL
 //	fleet bmc NAME                            set BMC to that served BMC's host:port
-//	fleet bmcs                                write the served BMCs as the binding's bmcs.cue (password in bmc-password)
 func TestDiscoverScripts(t *testing.T) {
 	fixtures, err := filepath.Abs("../../fixtures")
 	if err != nil {
@@ -74,18 +72,6 @@ func cmdFleet(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 		ts.Fatalf("no BMC %q served", args[1])
-	}
-	if len(args) == 1 && args[0] == "bmcs" {
-		eps, err := c.BMCs(ctx)
-		ts.Check(err)
-		sec := sim.SecretsFrom(func(string) (string, bool) { return "", false })
-		b := &binding.BMCs{User: sec.BMCUser, Password: binding.Secret{Ref: "file:bmc-password"}, Scheme: "http", PerBMC: 2}
-		for _, e := range eps {
-			b.Endpoints = append(b.Endpoints, binding.BMCEndpoint{Name: e.Name, Address: e.Address})
-		}
-		ts.Check(os.WriteFile(filepath.Join(bg.out, "bmc-password"), []byte(sec.BMCPassword+"\n"), 0o600))
-		ts.Check(os.WriteFile(filepath.Join(bg.out, "bmcs.cue"), binding.MarshalBMCs(b, "binding"), 0o644))
-		return
 	}
 	if len(args) < 2 {
 		ts.Fatalf("usage: fleet defect KIND TARGET [key=value...] | fleet nodes STATE NODE...")

@@ -1,6 +1,7 @@
 package satcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +18,7 @@ import (
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/sim"
+	"github.com/seamdc/seam/internal/sim/fleet"
 )
 
 func init() {
@@ -44,6 +46,7 @@ type simFlags struct {
 	duration                   time.Duration
 	listDefects, verbose       bool
 	stepped                    bool
+	fleet                      string
 }
 
 func runSim(args []string, stdout, stderr io.Writer) int {
@@ -68,6 +71,7 @@ func runSimCtx(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	fs.DurationVar(&f.duration, "for", 0, "stop after this long (wall time); 0: until interrupted")
 	fs.BoolVar(&f.listDefects, "list-defects", false, "list the defects and the clauses they violate, and exit")
 	fs.BoolVar(&f.verbose, "v", false, "log faults, device faults and refused writes to stderr")
+	fs.StringVar(&f.fleet, "fleet", "", `the compute nodes' state at the start: idle (powered, waiting for work) or off (the load banks alone, as in a SAT before the IT is in service) (default: the sim config's fleet_start, else idle)`)
 	pos, err := cli.Parse(fs, args)
 	switch {
 	case err != nil:
@@ -77,6 +81,8 @@ func runSimCtx(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		err = cli.Usagef("--time-scale must be positive, got %v", f.scale)
 	case f.stepped && f.scale != 1:
 		err = cli.Usagef("--stepped and --time-scale: a stepped site's time moves only when it is advanced; leave --time-scale out")
+	case f.fleet != "" && f.fleet != string(fleet.Idle) && f.fleet != string(fleet.Off):
+		err = cli.Usagef("--fleet must be idle or off, got %q", f.fleet)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -119,6 +125,9 @@ func listDefects(w io.Writer, o *sim.Opened) {
 func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
 	out, err := outDir(f.out)
 	if err == nil {
+		err = startFleet(o, f.fleet)
+	}
+	if err == nil {
 		err = o.Start()
 	}
 	if err != nil {
@@ -146,6 +155,15 @@ func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.
 	fmt.Fprintf(stdout, "sat sim: %d devices serving on loopback; binding in %s; control interface %s\n"+
 		"  read them: sat probe --site %s\n  run a plan: sat run PLAN --site %s --unsigned --out EVIDENCE\n",
 		len(o.Devices()), filepath.Join(out, "binding.cue"), cs.URL(), out, out)
+	if o.Site.HasFleet() {
+		st, _ := o.NodeStatus()
+		state := "?"
+		if len(st) > 0 {
+			state = string(st[0].State)
+		}
+		fmt.Fprintf(stdout, "  the fleet: %d nodes %s (--fleet); %d BMCs in bmcs.cue, their accounts in %s\n",
+			len(st), state, len(o.BMCs()), filepath.Join(out, "bmc-secrets.json"))
+	}
 	if f.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
@@ -159,6 +177,17 @@ func serveSim(ctx context.Context, o *sim.Opened, f simFlags, stdout, stderr io.
 	}
 	fmt.Fprintf(stderr, "sat sim: stopped after %s of sim time\n", o.Site.Time().Round(time.Millisecond))
 	return cli.ExitOK
+}
+
+// startFleet puts the compute nodes in their starting state: the flag's,
+// else the sim config's fleet_start, else idle.
+func startFleet(o *sim.Opened, flagged string) error {
+	if !o.Site.HasFleet() {
+		return nil
+	}
+	state := cmp.Or(flagged, o.Site.Config().FleetStart, string(fleet.Idle))
+	_, err := o.SetNodes(sim.NodeRequest{All: true, State: fleet.State(state)})
+	return err
 }
 
 func outDir(dir string) (string, error) {

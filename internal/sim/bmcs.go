@@ -390,16 +390,14 @@ func (s *Sim) ClearFleetDefect(kind, target string) error {
 
 // BMCBinding is the bmcs section of a binding of the served BMCs
 // (binding.MarshalBMCs writes it, as bmcs.cue beside sat sim's
-// binding.cue): plain HTTP on loopback, the simulator's account, the
-// password by the reference given ("file:/…/bmc-password", or
-// "env:"+EnvBMCPassword); nil when the site has no fleet.
-func (s *Sim) BMCBinding(passwordRef string) *binding.BMCs {
+// binding.cue): plain HTTP on loopback, the accounts in the secrets
+// file at secrets; nil when the site has no fleet.
+func (s *Sim) BMCBinding(secrets string) *binding.BMCs {
 	eps := s.BMCs()
 	if len(eps) == 0 {
 		return nil
 	}
-	b := &binding.BMCs{User: s.cfg.Secrets.BMCUser, Password: binding.Secret{Ref: passwordRef}, Scheme: "http", Auth: "session",
-		Timeout: 10 * time.Second, Parallel: 64, PerBMC: 1}
+	b := &binding.BMCs{Secrets: secrets, Scheme: "http", Auth: "session", Timeout: 10 * time.Second, Parallel: 64, PerBMC: 1}
 	for _, e := range eps {
 		b.Endpoints = append(b.Endpoints, binding.BMCEndpoint{Name: e.Name, Address: e.Address})
 	}

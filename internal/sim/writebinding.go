@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/bmcsecret"
 )
 
 // WriteBinding writes the credentials, control.url and binding.cue into
@@ -27,7 +28,7 @@ func (o *Opened) WriteBinding(dir, control string, scale float64, stepped bool, 
 	}
 	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, refs)
 	b.Simulator = &binding.Simulator{Control: control, TimeScale: scale, Stepped: stepped}
-	if err := o.writeBMCs(dir, secrets.BMCPassword); err != nil {
+	if err := o.writeBMCs(dir); err != nil {
 		return err
 	}
 	var text strings.Builder
@@ -54,17 +55,24 @@ func (o *Opened) WriteBinding(dir, control string, scale float64, stepped bool, 
 }
 
 // writeBMCs writes bmcs.cue beside the binding: the fleet's BMCs as the
-// simulator serves them, its account with the password in a file
-// beside it, and the power limit declared writable (a simulated site is
-// where caps are tried: sat cap, facilityd's reconciler); nothing when
-// the site has no fleet.
-func (o *Opened) writeBMCs(dir, password string) error {
-	pw := filepath.Join(dir, "bmc-password")
-	bm := o.BMCBinding("file:" + pw)
+// simulator serves them, their accounts in a secrets file beside it
+// (bmc-secrets.json: each BMC's, and a "*" entry for a tray a defect
+// adds later), and the power limit declared writable (a simulated site
+// is where caps are tried: sat cap, facilityd's reconciler); nothing
+// when the site has no fleet.
+func (o *Opened) writeBMCs(dir string) error {
+	path := filepath.Join(dir, "bmc-secrets.json")
+	bm := o.BMCBinding(path)
 	if bm == nil {
 		return nil
 	}
-	if err := os.WriteFile(pw, []byte(password+"\n"), 0o600); err != nil {
+	f := &bmcsecret.File{Path: path, Mode: 0o600, BMCs: map[string]bmcsecret.Entry{}}
+	account := bmcsecret.Entry{User: o.cfg.Secrets.BMCUser, Active: o.cfg.Secrets.BMCPassword}
+	f.BMCs[bmcsecret.Any] = account
+	for _, e := range bm.Endpoints {
+		f.BMCs[e.Name] = account
+	}
+	if err := f.Save(); err != nil {
 		return err
 	}
 	bm.WritableControls = []string{binding.ControlPowerLimit}

@@ -151,8 +151,12 @@ func one(ctx context.Context, op Op, t Target, o Options) (r Result) {
 	client, closeIdle := o.Client(func(time.Duration) { waits.Add(1) })
 	defer closeIdle()
 	defer func() { r.Waits = int(waits.Load()) }()
-	c, err := o.Connect(ctx, client, t.URL)
-	if err != nil {
+	c, err := o.Connect(ctx, client, t.BMC, t.URL)
+	switch {
+	case errors.Is(err, bmchttp.ErrCredentialLost):
+		r.fail(fmt.Errorf("login: %w", err))
+		return r
+	case err != nil:
 		r.fail(fmt.Errorf("login: %s", describe(err, o.Timeout)))
 		return r
 	}

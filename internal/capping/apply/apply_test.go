@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seamdc/seam/internal/bmcsecret"
 	"github.com/seamdc/seam/internal/capping"
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/inventory"
@@ -257,5 +258,40 @@ func TestApplyMany(t *testing.T) {
 		st := srvs[i].BMC.Stats()
 		assert.Equal(t, 0, st.Sessions)
 		assert.LessOrEqual(t, st.MaxInFlight, 2)
+	}
+}
+
+// A secrets file's BMC: its active secret first, then its pending one (a
+// rotation that changed the BMC but not yet the file's active entry); a
+// BMC that takes neither is credential_lost, named, with no secret in
+// the message.
+func TestApplySecretsFile(t *testing.T) {
+	for _, c := range []struct {
+		name, active, pending, err string
+	}{
+		{"the active secret", pass, "", ""},
+		{"the pending secret", "rotated-away", pass, ""},
+		{"neither", "rotated-away", "never-set", "credential_lost: BMC bmc-a-r01-n03 refused every secret the site holds for it (admin (active secret), admin (pending secret))"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, src, tg := serve(t, bmc.Config{})
+			o := opts(&stepClock{})
+			o.User, o.Password = "", ""
+			o.Secrets = &bmcsecret.File{Path: "bmc-secrets.json", BMCs: map[string]bmcsecret.Entry{
+				"bmc-a-r01-n03": {User: user, Active: c.active, Pending: c.pending}}}
+			rs := Run(context.Background(), Apply, []Target{tg}, o)
+			if c.err == "" {
+				require.NoError(t, rs[0].Err)
+				assert.Equal(t, []float64{4000}, src.set())
+				return
+			}
+			require.Error(t, rs[0].Err)
+			assert.ErrorIs(t, rs[0].Err, bmchttp.ErrCredentialLost)
+			assert.Contains(t, rs[0].Err.Error(), c.err)
+			for _, secret := range []string{c.active, c.pending} {
+				assert.NotContains(t, rs[0].Err.Error(), secret)
+			}
+			assert.Empty(t, src.set(), "nothing written")
+		})
 	}
 }

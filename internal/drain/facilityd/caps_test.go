@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seamdc/seam/internal/alarm"
-	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/capping"
 	"github.com/seamdc/seam/internal/capping/apply"
 	"github.com/seamdc/seam/internal/clock"
@@ -41,16 +40,9 @@ func TestCapReconciler(t *testing.T) {
 	dir := t.TempDir()
 	bind := filepath.Join(dir, "binding")
 	require.NoError(t, os.MkdirAll(bind, 0o755))
-	sec := sim.SecretsFrom(func(string) (string, bool) { return "", false })
-	bm := &binding.BMCs{User: sec.BMCUser, Password: binding.Secret{Ref: "file:bmc-password"}, Scheme: "http", WritableControls: []string{binding.ControlPowerLimit}}
-	for _, e := range o.BMCs() {
-		if e.Name == "bmc-a-r01-n01" || e.Name == "bmc-a-r01-n02" {
-			bm.Endpoints = append(bm.Endpoints, binding.BMCEndpoint{Name: e.Name, Address: e.Address})
-		}
-	}
-	require.Len(t, bm.Endpoints, 2)
-	require.NoError(t, os.WriteFile(filepath.Join(bind, "bmc-password"), []byte(sec.BMCPassword+"\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(bind, "bmcs.cue"), binding.MarshalBMCs(bm, "binding"), 0o644))
+	// the binding as sat sim writes it: bmcs.cue, the accounts in its
+	// secrets file, the power limit writable; taken as it is
+	require.NoError(t, o.WriteBinding(bind, "http://127.0.0.1:1", 1, false, func(string) (string, bool) { return "", false }))
 	caps := capping.File{Format: capping.Format, Site: "threemodule", Target: "ma/r01", Caps: []capping.Cap{
 		{Node: "gpu-a-r01-n01", Key: "ma/r01/compute-01", BMC: "bmc-a-r01-n01", Watts: 4200, MinW: 2560, MaxW: 6400, DesignW: 6400},
 		{Node: "gpu-a-r01-n02", Key: "ma/r01/compute-02", BMC: "bmc-a-r01-n02", Watts: 4200, MinW: 2560, MaxW: 6400, DesignW: 6400},

@@ -9,6 +9,7 @@ package bmchttp
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,15 +19,20 @@ import (
 	"time"
 
 	"github.com/stmcginnis/gofish"
+	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/seamdc/seam/internal/binding"
+	"github.com/seamdc/seam/internal/bmcsecret"
 	"github.com/seamdc/seam/internal/clock"
 )
 
 // Access is how seam reaches a site's BMCs: the credentials and the
 // limits every walk or write keeps.
 type Access struct {
+	// one account for every BMC, or (when Secrets is set) each BMC's
+	// account from the secrets file
 	User, Password string
+	Secrets        *bmcsecret.File
 	Basic          bool          // basic authentication instead of a session
 	Insecure       bool          // accept self-signed certificates
 	Timeout        time.Duration // a request's, and the TLS handshake's (default 10 s)
@@ -63,14 +69,29 @@ func (a Access) WithDefaults() Access {
 }
 
 // FromBinding is the access a binding's bmcs section gives, its
-// password resolved.
+// password resolved or its secrets file read.
 func FromBinding(bm *binding.BMCs, lookupEnv func(string) (string, bool)) (Access, error) {
-	pw, err := bm.Password.Resolve(lookupEnv)
-	if err != nil {
-		return Access{}, err
+	a := Access{Basic: bm.Auth == "basic", Insecure: bm.Insecure, Timeout: bm.Timeout, Parallel: bm.Parallel, PerBMC: bm.PerBMC}
+	if bm.Secrets != "" {
+		f, err := bmcsecret.Load(bm.Secrets)
+		a.Secrets = f
+		return a, err
 	}
-	return Access{User: bm.User, Password: pw, Basic: bm.Auth == "basic", Insecure: bm.Insecure, Timeout: bm.Timeout,
-		Parallel: bm.Parallel, PerBMC: bm.PerBMC}, nil
+	pw, err := bm.Password.Resolve(lookupEnv)
+	a.User, a.Password = bm.User, pw
+	return a, err
+}
+
+// ErrCredentialLost is a BMC that refused every secret the site holds
+// for it (credential_lost).
+var ErrCredentialLost = errors.New("credential_lost")
+
+// credentials are the logins to try on the BMC called name, in order.
+func (a Access) credentials(name string) ([]bmcsecret.Credential, error) {
+	if a.Secrets != nil {
+		return a.Secrets.For(name)
+	}
+	return []bmcsecret.Credential{{User: a.User, Secret: a.Password, Which: bmcsecret.Active}}, nil
 }
 
 // Client is one BMC's HTTP client and the function that closes its
@@ -80,14 +101,39 @@ func (a Access) Client(waited func(time.Duration)) (*http.Client, func()) {
 	return New(Options{PerBMC: a.PerBMC, Timeout: a.Timeout, Insecure: a.Insecure, Retries: a.Retries, MaxWait: a.MaxWait, Clock: a.Clock, Waited: waited})
 }
 
-// Connect logs in to the Redfish service at url through gofish over
-// client (one of a's Clients): a session, or basic authentication when
-// a.Basic says so; at most a.PerBMC requests in flight; client's
-// transport kept as it is (its connections, timeout and Retry-After
-// waits) and its connections reused. The caller logs out.
-func (a Access) Connect(ctx context.Context, client *http.Client, url string) (*gofish.APIClient, error) {
-	return gofish.ConnectContext(ctx, gofish.ClientConfig{Endpoint: strings.TrimSuffix(url, "/"), Username: a.User, Password: a.Password,
-		BasicAuth: a.Basic, HTTPClient: client, NoModifyTransport: true, ReuseConnections: true, MaxConcurrentRequests: int64(a.PerBMC)})
+// Connect logs in to the Redfish service at url of the BMC called name
+// through gofish over client (one of a's Clients): a session, or basic
+// authentication when a.Basic says so; at most a.PerBMC requests in
+// flight; client's transport kept as it is (its connections, timeout
+// and Retry-After waits) and its connections reused. It tries the BMC's
+// active secret, then its pending one on a login refused (401 or 403);
+// a BMC that refuses both is ErrCredentialLost. The caller logs out.
+func (a Access) Connect(ctx context.Context, client *http.Client, name, url string) (*gofish.APIClient, error) {
+	creds, err := a.credentials(name)
+	if err != nil {
+		return nil, err
+	}
+	var refused []string
+	for _, c := range creds {
+		api, err := gofish.ConnectContext(ctx, gofish.ClientConfig{Endpoint: strings.TrimSuffix(url, "/"), Username: c.User, Password: c.Secret,
+			BasicAuth: a.Basic, HTTPClient: client, NoModifyTransport: true, ReuseConnections: true, MaxConcurrentRequests: int64(a.PerBMC)})
+		if err == nil || !refusedLogin(err) {
+			return api, err
+		}
+		if a.Secrets == nil {
+			return nil, err // one account: the BMC's own answer
+		}
+		refused = append(refused, c.String())
+		a.WithDefaults().Log.Debug("BMC refused a login", "bmc", name, "credential", c.String())
+	}
+	return nil, fmt.Errorf("%w: BMC %s refused every secret the site holds for it (%s): docs/bmc-credentials.md says what to do",
+		ErrCredentialLost, name, strings.Join(refused, ", "))
+}
+
+// refusedLogin says whether err is the BMC refusing the credentials.
+func refusedLogin(err error) bool {
+	var re *schemas.Error
+	return errors.As(err, &re) && (re.HTTPReturnedStatusCode == http.StatusUnauthorized || re.HTTPReturnedStatusCode == http.StatusForbidden)
 }
 
 // Options are one BMC's client settings.

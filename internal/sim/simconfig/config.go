@@ -46,6 +46,7 @@ type Config struct {
 	Scripts     map[string][]Event
 	Captures    *Captures // the simulated analyser (capture.go); nil: none
 	Defects     map[string]*Defect
+	FleetStart  string // the nodes' state when sat sim starts ("idle", "off"); "": unsaid
 
 	power, cooling, controls, loadbank []setting
 	blocks, loops                      map[string][]setting
@@ -172,6 +173,7 @@ func (d *decoder) config(sim cue.Value) *Config {
 		c.Scripts[l] = d.script(l, sim.LookupPath(cue.MakePath(cue.Str("scripts"), cue.Str(l))))
 	}
 	c.Captures = d.captures(sim)
+	c.FleetStart = str(sim, "fleet_start")
 	for _, l := range cueload.Labels(sim.LookupPath(cue.ParsePath("defects"))) {
 		c.Defects[l] = d.defect(l, sim.LookupPath(cue.MakePath(cue.Str("defects"), cue.Str(l))))
 	}
