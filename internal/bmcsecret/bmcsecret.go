@@ -41,7 +41,7 @@ type Entry struct {
 // File is a secrets file as read (or to be written).
 type File struct {
 	Path string
-	Mode fs.FileMode       // kept when the file is written again
+	Mode fs.FileMode      // kept when the file is written again
 	BMCs map[string]Entry // by BMC name; Any for the others
 }
 
