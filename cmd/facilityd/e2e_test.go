@@ -215,6 +215,14 @@ scrape_configs:
 		return doc
 	}
 	require.Eventually(t, func() bool { return status().AlarmPath == "alive" }, 60*time.Second, 200*time.Millisecond, "the Watchdog arrives")
+	// slurmctld answers: scheduler_unreachable is 0
+	assert.False(t, status().SchedulerUnreachable, status().SchedulerError)
+	resp, err := http.Get("http://" + fdAddr + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(metrics), "\nseam_facilityd_scheduler_unreachable 0\n")
 
 	// the pump trips
 	tripped := time.Now()

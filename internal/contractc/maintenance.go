@@ -106,6 +106,9 @@ func runMaintenanceApply(args []string, stdout, stderr io.Writer) int {
 	if *dryRun { // Apply reads Slurm and runs nothing; the client records anything that would
 		s.Dry = dryrun.New(stdout, nil)
 	}
+	if err := s.Reachable(ctx); err != nil { // a dry run reads Slurm too
+		return fail(stderr, name, fs, fmt.Errorf("%w; without Slurm, contractc maintenance %s --format slurm prints the scontrol commands", err, pos[0]))
+	}
 	res, err := maintenance.Apply(ctx, s, p, maintenance.ApplyOptions{Location: loc, DryRun: *dryRun, Log: log})
 	if err != nil {
 		return fail(stderr, name, fs, err)

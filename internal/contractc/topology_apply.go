@@ -66,6 +66,13 @@ func runTopologyApply(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	code := cli.ExitOK
 	if toSlurm {
+		s := &scheduler.Slurm{Conf: *slurmConf, Command: scheduler.Command{Log: logger(stderr, *verbose)}}
+		if *dryRun { // the apply stops before it writes; the client records anything that would
+			s.Dry = dryrun.New(stdout, nil)
+		}
+		if err := s.Reachable(ctx); err != nil { // a dry run reads Slurm too
+			return fail(stderr, name, fs, err)
+		}
 		o := tf.renderOptions(*format)
 		o.Command = "contractc topology " + src + " --format " + *format
 		out, err := topology.Render(t, o)
@@ -73,10 +80,6 @@ func runTopologyApply(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, name, fs, err)
 		}
 		warn(stderr, name, out.Warnings)
-		s := &scheduler.Slurm{Conf: *slurmConf, Command: scheduler.Command{Log: logger(stderr, *verbose)}}
-		if *dryRun { // the apply stops before it writes; the client records anything that would
-			s.Dry = dryrun.New(stdout, nil)
-		}
 		opts := topology.ApplyOptions{DryRun: *dryRun, Force: *force, FromFabric: *tf.fabric != "", Source: src, Log: logger(stderr, *verbose)}
 		if *restart != "" {
 			opts.Restart = func(ctx context.Context) error {

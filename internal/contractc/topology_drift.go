@@ -64,7 +64,11 @@ func runTopologyDrift(args []string, stdout, stderr io.Writer) int {
 	var slurmIn, kubeIn scheduler.Scheduler
 	switch {
 	case *slurm:
-		slurmIn = &scheduler.Slurm{Conf: *slurmConf, Command: scheduler.Command{Log: logger(stderr, *verbose)}}
+		s := &scheduler.Slurm{Conf: *slurmConf, Command: scheduler.Command{Log: logger(stderr, *verbose)}}
+		if err := s.Reachable(ctx); err != nil {
+			return fail(stderr, name, fs, fmt.Errorf("%w, or pass saved copies of its output with --scontrol and --sinfo", err))
+		}
+		slurmIn = s
 	case *scontrol != "" || *sinfo != "":
 		slurmIn = scheduler.SlurmFiles{Topology: *scontrol, Sinfo: *sinfo}
 	}

@@ -24,12 +24,12 @@ import (
 // user would in a clone: the binaries built from this tree, the example
 // copied, a git repository with a main branch, an SSH key in ~/.ssh, a
 // real Slurm (running the topology the tour generated) for the lines
-// that read it. Each line must exit 0, or the code its
-// comment names ("exit 2"). What differs from a user's shell: /tmp/ is
-// the test's own directory, the build line runs in the repository (the
-// copy has no go.mod), and after a line that starts a server in the
-// background the test waits for the binding it writes, as a user waits
-// for its first line.
+// that read it, which the README marks "needs Slurm". Each line must
+// exit 0, or the code its comment names ("exit 2"). What differs from a
+// user's shell: /tmp/ is the test's own directory, the build line runs
+// in the repository (the copy has no go.mod), and after a line that
+// starts a server in the background the test waits for the binding it
+// writes, as a user waits for its first line.
 func TestTour(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
@@ -70,6 +70,12 @@ func TestTour(t *testing.T) {
 		if regexp.MustCompile(`^[A-Z_]+=\S+$`).MatchString(cmd) {
 			vars = append(vars, cmd)
 			continue
+		}
+		if strings.Contains(cmd, "--slurm") {
+			// where Slurm is not installed such a line says so and exits
+			// 1 (internal/contractc's TestSlurmUnreachable): the README
+			// marks it
+			require.Contains(t, l.cmd, "# needs Slurm", "README line %d reads the live Slurm: mark it", l.n)
 		}
 		if strings.Contains(cmd, "--slurm") && !slurmUp {
 			// the site's Slurm, running the topology the tour generated

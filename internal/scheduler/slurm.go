@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -204,6 +205,85 @@ func (s *Slurm) Up(ctx context.Context) error {
 		return fmt.Errorf("slurmctld does not answer: scontrol ping: %s", strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// SlurmHint is what to do when no slurmctld answers, for the commands
+// that take --slurm-conf.
+const SlurmHint = "point at a running Slurm's slurm.conf with --slurm-conf or SLURM_CONF"
+
+// Reachable checks that a slurmctld answers, with one scontrol ping
+// through the client's slurm.conf (Conf, else SLURM_CONF from the
+// environment); a slurm.conf that does not exist is not pinged (scontrol
+// would retry it for a minute). Its error is an *UnreachableError: one
+// line saying what was tried, what came back and what to do (SlurmHint;
+// callers may add theirs).
+func (s *Slurm) Reachable(ctx context.Context) error {
+	conf := s.Conf
+	if conf == "" {
+		conf = os.Getenv("SLURM_CONF")
+	}
+	if conf != "" {
+		if _, err := os.Stat(conf); err != nil {
+			said := err.Error()
+			if errors.Is(err, fs.ErrNotExist) {
+				said = "no such file"
+			}
+			return &UnreachableError{Conf: conf, Said: said, Hint: SlurmHint, Err: err}
+		}
+	}
+	out, err := s.Scontrol(ctx, "ping")
+	if bytes.Contains(out, []byte("is UP")) {
+		return nil
+	}
+	return &UnreachableError{Conf: conf, Said: "scontrol ping: " + pingSaid(out, err), Hint: SlurmHint, Err: err}
+}
+
+// UnreachableError is a Slurm whose controller does not answer.
+type UnreachableError struct {
+	Conf string // the slurm.conf tried; "" Slurm's default
+	Said string // what came back, in one line
+	Hint string // what to do
+	Err  error  // scontrol's error, if it failed
+}
+
+func (e *UnreachableError) Error() string {
+	conf := "SLURM_CONF=" + e.Conf
+	if e.Conf == "" {
+		conf = "SLURM_CONF unset"
+	}
+	return fmt.Sprintf("no slurmctld reachable with %s (%s): %s", conf, e.Said, e.Hint)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// pingSaid is the line of scontrol ping's answer that says why no
+// slurmctld answered: Debian's scontrol writes several lines of errors,
+// or a banner of asterisks around "Slurmctld(primary) at HOST is DOWN".
+func pingSaid(out []byte, err error) string {
+	if errors.Is(err, exec.ErrNotFound) {
+		return "scontrol not found: install Slurm's client (Debian: slurm-client)"
+	}
+	text := string(out)
+	if err != nil {
+		text += "\n" + strings.TrimPrefix(err.Error(), "scontrol ping: ")
+	}
+	if strings.Contains(text, "DNS SRV") {
+		return "no slurm.conf at Slurm's default path, and no DNS SRV record names a slurmctld"
+	}
+	var first string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if _, msg, ok := strings.Cut(l, "fatal: "); ok {
+			return msg
+		}
+		if first == "" && strings.Trim(l, "* ") != "" {
+			first = l
+		}
+	}
+	if first == "" {
+		return "no answer"
+	}
+	return first
 }
 
 // SlurmFiles are saved copies of scontrol show topology and sinfo

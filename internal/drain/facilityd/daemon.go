@@ -71,6 +71,15 @@ type Daemon struct {
 	// scheduler, the ledger, the BMCs' caps) is recorded there.
 	rec         *dryrun.Recorder
 	ledgerStore *lifecycle.Store // the ledger's store, or nil
+	// reach checks the scheduler's controller (Slurm's), or is nil;
+	// schedDown is why it did not answer at the last check (nil: it did).
+	reach     reacher
+	schedDown atomic.Pointer[string]
+}
+
+// reacher is a scheduler whose controller can be checked: Slurm's.
+type reacher interface {
+	Reachable(ctx context.Context) error
 }
 
 // Options are what New needs beyond the configuration.
@@ -134,6 +143,7 @@ func New(cfg *Config, opt Options) (*Daemon, error) {
 	if d.Sched == nil {
 		d.Sched = d.scheduler()
 	}
+	d.reach, _ = d.Sched.(reacher)
 	switch {
 	case d.rec.Active():
 		d.Sched = scheduler.DryRun(d.Sched, d.rec, cfg.dryPeer())
@@ -536,6 +546,9 @@ func (d *Daemon) watchdog(at time.Time) {
 // Run starts every source and runs until ctx is done.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.ctx.Store(&ctx)
+	if d.reach != nil {
+		d.checkScheduler(ctx)
+	}
 	d.Ctl.Start(ctx, map[string]any{"version": version.Version, "site": d.Index.Site(), "nodes": d.Index.FleetSize(), "journal": d.journalAt,
 		"dry_run": d.dryRun, "problems": d.problems})
 	if d.Traps != nil {
@@ -562,8 +575,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop beats facilityd's own heartbeat every second and reconciles
-// with the scheduler every Reconcile.
+// loop beats facilityd's own heartbeat every second and, every
+// Reconcile, checks the scheduler's controller and reconciles with it.
 func (d *Daemon) loop(ctx context.Context) {
 	every := d.Cfg.Reconcile.D(30 * time.Second)
 	next := d.Clock.Now().Add(every)
@@ -575,9 +588,45 @@ func (d *Daemon) loop(ctx context.Context) {
 			return
 		}
 		if now := d.Clock.Now(); !now.Before(next) {
+			if d.reach != nil {
+				d.checkScheduler(ctx)
+			}
 			d.Ctl.Reconcile(ctx)
 			next = now.Add(every)
 		}
+	}
+}
+
+// checkScheduler checks the scheduler's controller once (at start, then
+// before each reconcile), keeps the answer for /metrics and /v1/status,
+// and logs it when it changed. Unreachable, facilityd runs on as it
+// always has: each hold is placed in the ledger, and the drains that
+// could not be sent go out when the ledger reconciles with a scheduler
+// that answers.
+func (d *Daemon) checkScheduler(ctx context.Context) {
+	err := d.reach.Reachable(ctx)
+	if ctx.Err() != nil {
+		return // stopping: no answer is no news
+	}
+	was := d.schedDown.Load() != nil
+	if err == nil {
+		d.schedDown.Store(nil)
+		d.Metrics.SchedulerUnreachable(false)
+		if was {
+			d.Log.Info("the scheduler answers again: the drains that waited are sent now", "scheduler", d.Cfg.Scheduler.Kind)
+		}
+		return
+	}
+	var u *scheduler.UnreachableError
+	if errors.As(err, &u) {
+		u.Hint = "check scheduler.slurm_conf in facilityd's configuration, and that slurmctld runs"
+	}
+	msg := err.Error()
+	d.schedDown.Store(&msg)
+	d.Metrics.SchedulerUnreachable(true)
+	if !was {
+		d.Log.Error("the scheduler is unreachable: facilityd runs on, keeps each hold in its ledger, and sends the drains when it answers (checked every reconcile period)",
+			"scheduler", d.Cfg.Scheduler.Kind, "error", msg)
 	}
 }
 

@@ -62,11 +62,18 @@ type StatusDoc struct {
 	Journal   string    `json:"journal,omitempty"`
 	Watchdog  time.Time `json:"watchdog_last,omitzero"`
 	Heartbeat time.Time `json:"heartbeat"`
+	// SchedulerUnreachable: the scheduler's controller did not answer
+	// at the last check, for SchedulerError's reason.
+	SchedulerUnreachable bool   `json:"scheduler_unreachable"`
+	SchedulerError       string `json:"scheduler_error,omitempty"`
 }
 
 func (d *Daemon) status(w http.ResponseWriter, r *http.Request) {
 	doc := StatusDoc{Snapshot: d.Ctl.Snapshot(), Problems: d.Problems(), Journal: d.journalAt, Watchdog: d.Beats.Last(WatchdogBeat),
 		Heartbeat: time.Unix(0, d.loopAt.Load())}
+	if why := d.schedDown.Load(); why != nil {
+		doc.SchedulerUnreachable, doc.SchedulerError = true, *why
+	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -31,6 +31,7 @@ type Metrics struct {
 	channel      *prometheus.GaugeVec
 	point        *prometheus.GaugeVec
 	readErrors   *prometheus.CounterVec
+	unreachable  prometheus.Gauge
 
 	mu     sync.Mutex
 	stream *alarm.Stream
@@ -54,7 +55,8 @@ func NewMetrics() *Metrics {
 	m.channel = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seam_channel_value", Help: "The last good reading of each bound channel, in its canonical unit (alarms 1/0); from facilityd's one poller."}, []string{"channel", "unit"})
 	m.point = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seam_alarm_point", Help: "Each polled alarm point, 1 active, 0 clear, with its alarm type and domain: what Prometheus rules turn into the alerts facilityd takes only through Alertmanager."}, []string{"device", "point", "type", "domain"})
 	m.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "device_read_errors_total", Help: "Device reads that returned no good reading."}, []string{"device"})
-	m.Registry.MustRegister(m.observations, m.intakeErrors, m.actions, m.actionNodes, m.refusals, m.schedErrors, m.latency, m.heartbeat, m.watchdog, m.channel, m.point, m.readErrors,
+	m.unreachable = prometheus.NewGauge(prometheus.GaugeOpts{Name: ns + "scheduler_unreachable", Help: "1 while the scheduler's controller does not answer (Slurm: scontrol ping): the holds wait in the ledger, their drains are sent when it answers."})
+	m.Registry.MustRegister(m.observations, m.intakeErrors, m.actions, m.actionNodes, m.refusals, m.schedErrors, m.latency, m.heartbeat, m.watchdog, m.channel, m.point, m.readErrors, m.unreachable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m)
 	return m
 }
@@ -113,6 +115,15 @@ func (m *Metrics) Refused(source, reason string) {
 
 // Beat sets the heartbeat metric.
 func (m *Metrics) Beat(now time.Time) { m.heartbeat.Set(float64(now.UnixNano()) / 1e9) }
+
+// SchedulerUnreachable sets whether the scheduler's controller answers.
+func (m *Metrics) SchedulerUnreachable(down bool) {
+	v := 0.0
+	if down {
+		v = 1
+	}
+	m.unreachable.Set(v)
+}
 
 // Watchdog sets the last Watchdog's time.
 func (m *Metrics) Watchdog(at time.Time) { m.watchdog.Set(float64(at.UnixNano()) / 1e9) }

@@ -71,6 +71,9 @@ func printStatus(w io.Writer, s *StatusDoc) {
 		fmt.Fprint(w, "; DRY RUN")
 	}
 	fmt.Fprintln(w)
+	if s.SchedulerUnreachable {
+		fmt.Fprintf(w, "SCHEDULER UNREACHABLE: %s; the holds wait in the ledger, their drains are sent when it answers\n", s.SchedulerError)
+	}
 	fmt.Fprintf(w, "\nholds (%d):\n", len(s.Holds))
 	for _, h := range s.Holds {
 		fmt.Fprintf(w, "  %-58s %4d nodes %s (by %s, %s)\n", h.Owner, len(h.Nodes), hostlist.Compress(h.Nodes), h.By, h.Placed.UTC().Format(time.RFC3339))

@@ -306,3 +306,19 @@ func jobProcesses(conf string) []int {
 	}
 	return out
 }
+
+// Unreachable writes a slurm.conf whose slurmctld is on a loopback port
+// nothing listens on and returns its path: Slurm's commands read it and
+// find no controller (scontrol ping says DOWN at once; with
+// MessageTimeout=1 the other commands give up within a second, not 9).
+func Unreachable(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "slurm.conf")
+	_, port, _ := strings.Cut(peer.ListenTCP(t), ":")
+	conf := "ClusterName=seamtest\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=" + port + "\nMessageTimeout=1\n" +
+		"NodeName=gpu-a-r01-n01 NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\nPartitionName=main Nodes=ALL Default=YES\n"
+	if err := os.WriteFile(p, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
