@@ -4,7 +4,9 @@
 // all-reduce, then ring pairs, racks and the module, and bisects every
 // low group to its node; jobs go through an Executor (Slurm: srun
 // inside a reservation that keeps users off the nodes; Tools: the
-// simulated tools in process). The tools' output is read by the
+// simulated tools in process; a Recording: a site's recorded outputs,
+// whose bisection cannot re-run and implicates nodes for a re-test
+// rather than holding them). The tools' output is read by the
 // adapters of package ingest. Analyze judges per-node measures with
 // robust statistics per cohort (scope, rank count, SKU, measure) and
 // absolute floors per SKU; Facility grades the module-wide run against

@@ -2,10 +2,12 @@ package burnin
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/seamdc/seam/internal/clock"
@@ -73,7 +75,16 @@ func WriteBundle(dir string, res *Result, opt BundleOptions) (*evidence.Manifest
 		_ = b.Close()
 		return nil, nil, fmt.Errorf("burn-in evidence in %s: %w", dir, err)
 	}
+	// burnin.json, the largest file (10,000 nodes: about 100 MB), is
+	// encoded while the journal is written
+	result := make(chan encoded, 1)
+	go func() { result <- indented(res) }()
 	var raw bytes.Buffer
+	size := 0
+	for _, f := range res.Files {
+		size += len(f.Name) + len(f.Data) + 32
+	}
+	raw.Grow(size + size/8) // JSON escapes each newline: 10,000 nodes' outputs are hundreds of MB
 	enc := json.NewEncoder(&raw)
 	for _, f := range res.Files {
 		if err := enc.Encode(RawOutput{Name: f.Name, Stdout: string(f.Data)}); err != nil {
@@ -120,12 +131,14 @@ func WriteBundle(dir string, res *Result, opt BundleOptions) (*evidence.Manifest
 			outcome = "failed"
 		}
 	}
-	for name, v := range map[string]any{BaselineFile: all, ResultFile: res} {
-		data, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return fail(err)
+	for _, f := range []struct {
+		name string
+		encoded
+	}{{BaselineFile, indented(all)}, {ResultFile, <-result}} {
+		if f.err != nil {
+			return fail(f.err)
 		}
-		if err := b.WriteFile(name, append(data, '\n')); err != nil {
+		if err := b.WriteFile(f.name, f.data); err != nil {
 			return fail(err)
 		}
 	}
@@ -136,19 +149,49 @@ func WriteBundle(dir string, res *Result, opt BundleOptions) (*evidence.Manifest
 	return m, files, nil
 }
 
-// WriteBaselines writes each node's baseline as dir/NODE.json and
-// returns the files by node.
+// encoded is a file's JSON, indented, or why it could not be.
+type encoded struct {
+	data []byte
+	err  error
+}
+
+func indented(v any) encoded {
+	data, err := json.MarshalIndent(v, "", "  ")
+	return encoded{append(data, '\n'), err}
+}
+
+// WriteBaselines writes each node's baseline as dir/NODE.json, several
+// at once (10,000 nodes are 10,000 files), and returns the files by
+// node.
 func WriteBaselines(dir string, baselines map[string][]byte) (map[string]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	out := make(map[string]string, len(baselines))
+	for node := range baselines {
+		out[node] = filepath.Join(dir, node+".json")
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		sem   = make(chan struct{}, 8)
+	)
 	for node, data := range baselines {
-		p := filepath.Join(dir, node+".json")
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return nil, fmt.Errorf("baseline of %s: %w", node, err)
-		}
-		out[node] = p
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := os.WriteFile(out[node], data, 0o644); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, fmt.Errorf("baseline of %s: %w", node, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
 	}
 	return out, nil
 }

@@ -27,7 +27,7 @@ func Owner(reservation string) hold.Owner { return hold.Of(hold.Burnin, reservat
 // GateAction is what the gate did to one node.
 type GateAction struct {
 	Node   string `json:"node"`
-	Action string `json:"action"` // "provisioned", "passed" (no store), or "held"
+	Action string `json:"action"` // "provisioned", "passed" (no store), "held" or "retest"
 	Reason string `json:"reason"`
 	Err    string `json:"error,omitempty"`
 }
@@ -52,23 +52,26 @@ func Hold(ctx context.Context, l *ledger.Ledger, reservation, by, why string, no
 // Gate applies the burn-in, while the nodes are still reserved: each
 // node that passed is provisioned on its baseline file (p nil: no
 // lifecycle store, nothing to provision); the burn-in's hold is
-// released from every node; each node that failed is held again, by
-// the same owner, with its first reasons and no reservation, so that
-// the ledger drains it and it stays out of the pool once the
-// reservation ends. baselines maps node names to their baseline files.
-// Errors per node are in the actions; the gate goes on.
+// released from its nodes (res.Nodes: a re-test of some nodes leaves
+// the others' holds); each node that failed is held again, by the same
+// owner, with its first reasons and no reservation, so that the ledger
+// drains it and it stays out of the pool once the reservation ends. A
+// node only implicated (VerdictRetest, from recorded outputs) is
+// neither provisioned nor held: its action is "retest". baselines maps
+// node names to their baseline files. Errors per node are in the
+// actions; the gate goes on.
 func Gate(ctx context.Context, l *ledger.Ledger, p Provisioner, a lifecycle.Auth, reservation, by string, res *Result, baselines map[string]string, bundle string) []GateAction {
 	owner := Owner(reservation)
 	out := make([]GateAction, 0, len(res.Nodes))
 	for _, n := range res.Nodes {
 		act := GateAction{Node: n.Name}
-		if !n.Passed {
-			rs := n.Reasons()
-			reason := strings.Join(rs[:min(3, len(rs))], "; ")
-			if len(rs) > 3 {
-				reason += fmt.Sprintf("; and %d more", len(rs)-3)
-			}
-			act.Action, act.Reason = "held", fmt.Sprintf("burn-in failed (evidence %s): %s", bundle, reason)
+		switch n.Verdict() {
+		case VerdictHeld:
+			act.Action, act.Reason = "held", fmt.Sprintf("burn-in failed (evidence %s): %s", bundle, firstReasons(n))
+			out = append(out, act)
+			continue
+		case VerdictRetest:
+			act.Action, act.Reason = "retest", fmt.Sprintf("implicated, re-test needed (evidence %s): %s", bundle, firstReasons(n))
 			out = append(out, act)
 			continue
 		}
@@ -91,7 +94,13 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Provisioner, a lifecycle.Auth
 		}
 		out = append(out, act)
 	}
-	if _, err := l.Release(ctx, owner, nil, by, "burn-in ended (evidence "+bundle+")"); err != nil {
+	names := make([]string, len(res.Nodes))
+	for i, n := range res.Nodes {
+		names[i] = n.Name
+	}
+	// the burn-in's nodes only: a node the owner holds from an earlier
+	// burn-in that this one did not grade stays held
+	if _, err := l.Release(ctx, owner, names, by, "burn-in ended (evidence "+bundle+")"); err != nil {
 		for i := range out {
 			if out[i].Err == "" {
 				out[i].Err = "releasing the burn-in's hold: " + err.Error()
@@ -107,4 +116,14 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Provisioner, a lifecycle.Auth
 		}
 	}
 	return out
+}
+
+// firstReasons are a node's first three reasons, and how many more.
+func firstReasons(n *NodeResult) string {
+	rs := n.Reasons()
+	reason := strings.Join(rs[:min(3, len(rs))], "; ")
+	if len(rs) > 3 {
+		reason += fmt.Sprintf("; and %d more", len(rs)-3)
+	}
+	return reason
 }

@@ -123,6 +123,28 @@ func (r *runner) spansRacks(ns []string) bool {
 	return false
 }
 
+// specs are the ladder's groups of scope (from ladder), or, from a
+// Recording, the groups it recorded: a rack's named by its rack, a
+// module's by its module, a pair by its two nodes.
+func (r *runner) specs(scope string, ladder func() []groupSpec) []groupSpec {
+	rec, ok := r.exec.(Recording)
+	if !ok {
+		return ladder()
+	}
+	var out []groupSpec
+	for _, ns := range rec.Groups(scope) {
+		name := strings.Join(ns, "+")
+		switch scope {
+		case ScopeRack:
+			name = r.res.byName[ns[0]].Rack
+		case ScopeModule:
+			name = r.res.byName[ns[0]].Module
+		}
+		out = append(out, groupSpec{name: name, members: ns})
+	}
+	return out
+}
+
 // collectives runs each group's all-reduce.
 func (r *runner) collectives(ctx context.Context, scope string, specs []groupSpec) {
 	r.addTotal(len(specs))
@@ -199,7 +221,7 @@ func (r *runner) analyze(ctx context.Context) {
 		r.bisect(ctx, g, g, an)
 	}
 	for _, n := range r.res.Nodes {
-		n.Passed = len(n.Problems) == 0 && len(n.Flags) == 0
+		n.Passed = len(n.Problems) == 0 && len(n.Flags) == 0 && len(n.Retest) == 0
 	}
 }
 
@@ -235,7 +257,9 @@ func (r *runner) threshold(an Analysis, members []string, parent *Group) (float6
 // bisect splits a low group in halves, runs each, and follows the low
 // ones down to single nodes, each of which is flagged; a group whose
 // halves are both fine is reported on all its members (the fault is
-// between them, or it does not repeat).
+// between them, or it does not repeat). With a Recording, a half it
+// holds no output for, and a group whose recorded halves are both
+// fine, implicate their members for a re-test instead.
 func (r *runner) bisect(ctx context.Context, root, g *Group, an Analysis) {
 	if len(g.Members) == 1 {
 		return
@@ -245,9 +269,20 @@ func (r *runner) bisect(ctx context.Context, root, g *Group, an Analysis) {
 	specs := []groupSpec{{name: g.Name + "[a]", members: g.Members[:half]}, {name: g.Name + "[b]", members: g.Members[half:]}}
 	r.addTotal(2)
 	subs := make([]*Group, 2)
-	forEach(2, func(i int) { subs[i] = r.group(ctx, "bisect", g.Name, specs[i]) })
-	anyLow := false
-	for _, s := range subs {
+	forEach(2, func(i int) {
+		if !r.canRun(Job{Step: "bisect", Nodes: specs[i].members}) {
+			r.progress("bisect", specs[i].members, "not recorded: its members need a re-test")
+			return
+		}
+		subs[i] = r.group(ctx, "bisect", g.Name, specs[i])
+	})
+	anyLow, untried := false, false
+	for i, s := range subs {
+		if s == nil {
+			untried = true
+			r.implicate(root, g, specs[i].members, fmt.Sprintf("no recorded all-reduce of its part %s (%s) narrows it to a node", specs[i].name, hostSummary(specs[i].members)))
+			continue
+		}
 		t, scope := r.threshold(an, s.Members, g)
 		s.Threshold = t
 		s.Low = s.Problem != "" || s.BusBW < t
@@ -278,11 +313,74 @@ func (r *runner) bisect(ctx context.Context, root, g *Group, an Analysis) {
 		}
 		r.bisect(ctx, root, s, an)
 	}
-	if !anyLow {
+	switch {
+	case anyLow || untried:
+	case r.recording():
+		r.implicate(root, g, g.Members, "neither recorded half of it was low: the fault lies between its halves or did not repeat")
+	default:
 		for _, m := range g.Members {
 			n := r.res.byName[m]
 			r.problem(n, "node %s: %s %s was low (busbw %.1f GB/s, threshold %.1f) but neither half of it was: the fault lies between its halves or did not repeat",
 				m, g.Scope, g.Name, g.BusBW, g.Threshold)
 		}
 	}
+}
+
+// recording reports whether the jobs are answered from recorded
+// outputs.
+func (r *runner) recording() bool {
+	_, ok := r.exec.(Recording)
+	return ok
+}
+
+// canRun reports whether j can be run: always, unless its output comes
+// from a Recording that has none.
+func (r *runner) canRun(j Job) bool {
+	rec, ok := r.exec.(Recording)
+	return !ok || rec.Has(j)
+}
+
+// implicate marks members of a low group that recorded outputs cannot
+// narrow down as needing a re-test, naming the group, the part of it
+// that stayed low, why it goes no further, and each member's pairs.
+func (r *runner) implicate(root, g *Group, members []string, why string) {
+	at := lowWhy(root)
+	if g != root {
+		at += ", and so was its part " + lowWhy(g)
+	}
+	r.res.mu.Lock()
+	defer r.res.mu.Unlock()
+	for _, m := range members {
+		reason := fmt.Sprintf("node %s: implicated, re-test needed: %s; %s", m, at, why)
+		if ps := r.pairsOf(m); ps != "" {
+			reason += "; its pairs: " + ps
+		}
+		n := r.res.byName[m]
+		n.Retest = append(n.Retest, reason)
+	}
+}
+
+// lowWhy says how a group came out low.
+func lowWhy(g *Group) string {
+	if g.Problem != "" {
+		return fmt.Sprintf("%s %s failed (%s)", g.Scope, g.Name, g.Problem)
+	}
+	return fmt.Sprintf("%s %s was low (busbw %.1f GB/s, threshold %.1f)", g.Scope, g.Name, g.BusBW, g.Threshold)
+}
+
+// pairsOf lists the pairs node was in with their busbw (called with
+// res.mu held).
+func (r *runner) pairsOf(node string) string {
+	var out []string
+	for _, g := range r.res.Groups {
+		if g.Scope != ScopePair || !slices.Contains(g.Members, node) {
+			continue
+		}
+		if g.Problem != "" {
+			out = append(out, g.Name+" failed")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %.1f GB/s", g.Name, g.BusBW))
+	}
+	return strings.Join(out, ", ")
 }

@@ -47,6 +47,21 @@ type Executor interface {
 	Describe() string
 }
 
+// Recording is an Executor that answers jobs from outputs a site
+// recorded before (internal/burnin/recorded) instead of running them.
+// The ladder takes its collectives from it, the groups it recorded,
+// instead of making its own; a bisection's half it holds no output for
+// cannot be re-run, so the half's members are implicated for a re-test
+// (NodeResult.Retest) instead of being held on a guess.
+type Recording interface {
+	Executor
+	// Groups are the node lists of the collectives recorded in scope
+	// (ScopePair, ScopeRack, ScopeModule), each in the nodes' order.
+	Groups(scope string) [][]string
+	// Has reports whether an output of j is recorded.
+	Has(j Job) bool
+}
+
 // Checker is an Executor that can say which nodes cannot run a job at
 // all (Slurm: down, drained, not responding), before any is tried.
 type Checker interface {
@@ -109,6 +124,13 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// WithDefaults is c with every unset field at the default Run gives
+// it.
+func (c Config) WithDefaults() (Config, error) {
+	err := c.defaults()
+	return c, err
+}
+
 // NodeResult is one node's burn-in.
 type NodeResult struct {
 	Node
@@ -120,18 +142,41 @@ type NodeResult struct {
 	// output that does not read, a failed diagnostic, #wrong non-zero.
 	Problems []string `json:"problems,omitempty"`
 	Flags    []Flag   `json:"flags,omitempty"`
+	// Retest are the reasons a node needs a re-test: a group it was in
+	// was low and no recorded output narrows that to a node (a
+	// Recording only). Not a hold: nothing shows the node is at fault.
+	Retest   []string `json:"retest,omitempty"`
 	Passed   bool     `json:"passed"`
 	answered bool     // its single-node all-reduce read: it joins the collectives
 	silent   bool     // it did not answer: its other steps are not tried
 }
 
-// Reasons are the node's problems and flags, one line each.
+// Reasons are the node's problems, flags and reasons for a re-test,
+// one line each.
 func (n *NodeResult) Reasons() []string {
 	out := slices.Clone(n.Problems)
 	for _, f := range n.Flags {
 		out = append(out, f.String())
 	}
-	return out
+	return append(out, n.Retest...)
+}
+
+// Verdicts of a node.
+const (
+	VerdictPassed = "passed"
+	VerdictHeld   = "held"   // a problem or a flag of its own
+	VerdictRetest = "retest" // only implicated: a re-test decides
+)
+
+// Verdict is the node's verdict.
+func (n *NodeResult) Verdict() string {
+	switch {
+	case n.Passed:
+		return VerdictPassed
+	case len(n.Retest) > 0 && len(n.Problems) == 0 && len(n.Flags) == 0:
+		return VerdictRetest
+	}
+	return VerdictHeld
 }
 
 // Group is one collective over several nodes.
@@ -179,14 +224,20 @@ func (r *Result) Node(name string) *NodeResult { return r.byName[name] }
 // Passed reports whether every node passed and the module-wide step,
 // if it ran, held every transient clause.
 func (r *Result) Passed() bool {
-	return len(r.Held()) == 0 && r.FacilityError == "" && (r.Facility == nil || r.Facility.Passed)
+	return len(r.Held())+len(r.Retests()) == 0 && r.FacilityError == "" && (r.Facility == nil || r.Facility.Passed)
 }
 
-// Held are the nodes that did not pass.
-func (r *Result) Held() []*NodeResult {
+// Held are the nodes held back: those that did not pass on a problem
+// or a flag of their own.
+func (r *Result) Held() []*NodeResult { return r.with(VerdictHeld) }
+
+// Retests are the nodes only implicated, which need a re-test.
+func (r *Result) Retests() []*NodeResult { return r.with(VerdictRetest) }
+
+func (r *Result) with(verdict string) []*NodeResult {
 	var out []*NodeResult
 	for _, n := range r.Nodes {
-		if !n.Passed {
+		if n.Verdict() == verdict {
 			out = append(out, n)
 		}
 	}
@@ -257,9 +308,9 @@ func Run(ctx context.Context, nodes []Node, exec Executor, cfg Config) (*Result,
 		}
 	}
 	r.singles(ctx)
-	r.collectives(ctx, ScopePair, r.pairs())
-	r.collectives(ctx, ScopeRack, r.byRack())
-	r.collectives(ctx, ScopeModule, r.byModule())
+	r.collectives(ctx, ScopePair, r.specs(ScopePair, r.pairs))
+	r.collectives(ctx, ScopeRack, r.specs(ScopeRack, r.byRack))
+	r.collectives(ctx, ScopeModule, r.specs(ScopeModule, r.byModule))
 	if cfg.Facility != nil {
 		r.addTotal(1)
 		fr, err := cfg.Facility.Grade(ctx)

@@ -132,13 +132,13 @@ var htmlTmpl = template.Must(template.New("burnin").Funcs(template.FuncMap{
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	},
 }).Parse(`<section class="burnin">
-<h2>Burn-in: {{len .Res.Nodes}} nodes, {{.Held}} held back</h2>
+<h2>Burn-in: {{len .Res.Nodes}} nodes, {{.Held}} held back{{if .Retest}}, {{.Retest}} to re-test{{end}}</h2>
 <p>All-reduce bus bandwidth at {{.Size}} bytes, {{.Res.GPUs}} GPUs per node; outliers marked.</p>
 {{range .Racks}}<h3>{{.Module}} / {{.Rack}} (median busbw {{f1 .Median}} GB/s)</h3>
 <table><tr><th>node</th><th>serial</th><th>busbw GB/s</th><th></th><th>max GPU °C</th><th>GPU power W</th><th>verdict</th></tr>
 {{range .Nodes}}<tr{{if .Outlier}} class="outlier"{{end}}><td>{{.Name}}</td><td>{{.Serial}}</td><td>{{f1 .BusBW}}</td>
 <td><svg width="120" height="10"><rect width="{{.BarPct}}" height="10" fill="{{if .Outlier}}#c0392b{{else}}#2e86c1{{end}}"/></svg></td>
-<td>{{f1 .Temp}}</td><td>{{f1 .Power}}</td><td>{{if .Passed}}pass{{else}}held: {{index .Reasons 0}}{{end}}</td></tr>
+<td>{{f1 .Temp}}</td><td>{{f1 .Power}}</td><td>{{if .Passed}}pass{{else if eq .Verdict "retest"}}re-test: {{index .Reasons 0}}{{else}}held: {{index .Reasons 0}}{{end}}</td></tr>
 {{end}}</table>
 {{range .Groups}}<p>{{.Scope}} {{.Name}}: {{f1 .BusBW}} GB/s over {{.Ranks}} ranks{{if .Low}} — low (threshold {{f1 .Threshold}}){{end}}{{if .Problem}} — {{.Problem}}{{end}}</p>
 {{end}}{{end}}</section>
@@ -186,7 +186,7 @@ func WriteHTML(w io.Writer, res *Result) error {
 			}
 		}
 	}
-	return htmlTmpl.Execute(w, map[string]any{"Res": res, "Racks": racks, "Held": len(res.Held()), "Size": res.Size})
+	return htmlTmpl.Execute(w, map[string]any{"Res": res, "Racks": racks, "Held": len(res.Held()), "Retest": len(res.Retests()), "Size": res.Size})
 }
 
 func firstOf(racks []*rackView, module string) *rackView {

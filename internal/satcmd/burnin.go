@@ -51,12 +51,30 @@ const burninHelp = `GPU burn-in of a module's nodes through Slurm or Kubernetes 
       the same on Kubernetes: the nodes carry a NoSchedule taint
       (burnin.seam.io/reservation=NAME) instead of a reservation, every
       job is pods pinned to its nodes that tolerate it
+  sat burnin grade DIR --contracts DIR --module M --out DIR [--gpus 4]
+          [--size BYTES] [--sign-key KEY] [--baselines DIR] [--report DIR]
+          [--lifecycle STORE --lifecycle-key KEY] [--drain [--slurm-conf F]]
+          [--reservation NAME] [--dry-run]
+      grade a burn-in the site already ran from its recorded outputs
+      (dcgmi diag -j, nvidia-smi CSV, all_reduce_perf per node and per
+      group, listed in DIR/manifest.json) with the same analysis, and
+      write the same evidence, baselines and report; the gate provisions
+      what passed and holds what failed; a node a low group implicates
+      that no recorded run narrows down is to re-test, not held; bad
+      input is an error naming its file and line
+      --scheduler sim --site BINDING [--plan SAT-PLAN]
+      the same on a simulated site with no scheduler: the simulated
+      tools run in process against the simulator the binding names
+      (sat sim --stepped: site time is advanced while the nodes settle;
+      else waited out at its time scale), no reservation (the ledger's
+      holds keep the nodes); the module-wide step with --plan
   sat burnin compare FACTORY SITE
       compare two bundles' baselines.json (or two such files): every
       node's figure that got worse from the factory to the site
 
 Exit codes: 0 every node passed (compare: nothing got worse), 2 some
-node is held back (compare: something got worse), 1 the tool failed.`
+node is held back or to re-test (compare: something got worse), 1 the
+tool failed or its input did not read.`
 
 func init() {
 	register("burnin", "GPU burn-in through Slurm or Kubernetes: diagnostics, all-reduce ladder, baselines as evidence", runBurnin)
@@ -73,10 +91,12 @@ func runBurnin(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return burninRun(args[1:], stdout, stderr, os.LookupEnv)
+	case "grade":
+		return burninGrade(args[1:], stdout, stderr, os.LookupEnv)
 	case "compare":
 		return burninCompare(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "sat burnin: unknown subcommand %q (run or compare)\n\n%s\n", args[0], burninHelp)
+	fmt.Fprintf(stderr, "sat burnin: unknown subcommand %q (run, grade or compare)\n\n%s\n", args[0], burninHelp)
 	return cli.ExitTool
 }
 
@@ -125,7 +145,9 @@ func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 		err = cli.Usagef("give --contracts, --module and --out")
 	case (f.lifecycle == "") != (f.lifecycleKey.key == ""):
 		err = cli.Usagef("give --lifecycle STORE and --lifecycle-key KEY together")
-	case (f.site == "") != (f.plan == ""):
+	case f.plan != "" && f.site == "":
+		err = cli.Usagef("--plan needs --site BINDING: the module-wide step reads the site through the binding and grades the plan's transient cases")
+	case f.site != "" && f.plan == "" && f.kube.scheduler != "sim":
 		err = cli.Usagef("give --site BINDING and --plan PLAN together: the module-wide step reads the site through the binding and grades the plan's transient cases")
 	default:
 		err = f.kube.check(f)
@@ -203,6 +225,11 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 		rec = dryrun.New(stdout, nil)
 	}
 	client := &scheduler.Slurm{Conf: f.slurmConf, Command: scheduler.Command{Dry: rec}}
+	if f.kube.scheduler == "slurm" { // a dry run reads Slurm too
+		if err := client.Reachable(context.Background()); err != nil {
+			return 0, fmt.Errorf("%w, or burn in the simulated site with no scheduler (--scheduler sim --site DIR, DIR from sat sim --out)", err)
+		}
+	}
 	ex := &burnin.Slurm{Client: client}
 	if f.tools != "" {
 		abs, err := filepath.Abs(f.tools)
@@ -220,6 +247,14 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 	}
 	if kx != nil {
 		sched, drainer = kx, kd
+	}
+	var load func(context.Context, []string, bool) error
+	if f.kube.scheduler == "sim" {
+		sx, err := newSimBurnin(f.site)
+		if err != nil {
+			return 0, err
+		}
+		sched, drainer, load = sx, nil, sx.Load // no scheduler: the ledger's holds alone
 	}
 	if f.reservation == "" {
 		f.reservation = "seam-burnin-" + f.module
@@ -250,8 +285,8 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 		return 0, err
 	}
 	fmt.Fprintf(stderr, "sat burnin: %d nodes of %s reserved (%s) and held (%s, in %s)\n", len(nodes), f.module, f.reservation, burnin.Owner(f.reservation), gate.where)
-	cfg := burnin.Config{Size: f.size, Parallel: f.parallel, Timeout: f.timeout, Progress: stderr}
-	if f.site != "" {
+	cfg := burnin.Config{Size: f.size, Parallel: f.parallel, Timeout: f.timeout, Progress: stderr, Load: load}
+	if f.plan != "" {
 		fac, closeSite, err := burninFacility(f, names, len(module), stderr, lookupEnv)
 		if err != nil {
 			return 0, err
@@ -397,7 +432,9 @@ func openGate(ctx context.Context, f burninFlags, sched scheduler.Drainer, rec *
 			return nil, err
 		}
 		backend = cp
-		g.ledger.Sched = scheduler.DryRun(sched, rec, f.kube.peer())
+		if sched != nil {
+			g.ledger.Sched = scheduler.DryRun(sched, rec, f.kube.peer())
+		}
 	}
 	g.ledger.Backend = backend
 	return g, nil

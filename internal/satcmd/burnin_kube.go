@@ -23,7 +23,7 @@ type burninKubeFlags struct {
 }
 
 func (k *burninKubeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&k.scheduler, "scheduler", "slurm", "where the jobs run: slurm (a reservation, srun) or kubernetes (a taint, pods pinned to the nodes)")
+	fs.StringVar(&k.scheduler, "scheduler", "slurm", "where the jobs run: slurm (a reservation, srun), kubernetes (a taint, pods pinned to the nodes) or sim (the simulated site of --site, its tools in process, no scheduler)")
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "with --scheduler kubernetes: the kubeconfig (default $KUBECONFIG, else the pod's service account)")
 	fs.StringVar(&k.namespace, "namespace", "", "with --scheduler kubernetes: the namespace of the burn-in's pods")
 	fs.StringVar(&k.image, "image", "", "with --scheduler kubernetes: the container image holding dcgmi, nvidia-smi and all_reduce_perf")
@@ -51,8 +51,15 @@ func (k *burninKubeFlags) check(f burninFlags) error {
 		case f.slurmConf != "" || f.tools != "":
 			return cli.Usagef("--slurm-conf and --tools are for --scheduler slurm (on Kubernetes the tools are in --image)")
 		}
+	case "sim":
+		switch {
+		case f.site == "":
+			return cli.Usagef("--scheduler sim needs --site BINDING: the simulated site's binding (sat sim --out writes it)")
+		case f.slurmConf != "" || f.tools != "" || k.kubeconfig != "" || k.namespace != "" || k.image != "" || len(k.env) > 0:
+			return cli.Usagef("--scheduler sim runs the simulated tools in process: leave out --slurm-conf, --tools and the Kubernetes flags")
+		}
 	default:
-		return cli.Usagef("--scheduler %q: slurm or kubernetes", k.scheduler)
+		return cli.Usagef("--scheduler %q: slurm, kubernetes or sim", k.scheduler)
 	}
 	return nil
 }
@@ -105,8 +112,11 @@ func (k *burninKubeFlags) undo(reservation string) string {
 
 // name is the scheduler's, for messages.
 func (k *burninKubeFlags) name() string {
-	if k.scheduler == "kubernetes" {
+	switch k.scheduler {
+	case "kubernetes":
 		return "Kubernetes"
+	case "sim":
+		return "no scheduler"
 	}
 	return "Slurm"
 }

@@ -99,7 +99,7 @@ func TestBurninRunKubernetesFlags(t *testing.T) {
 		{[]string{"--scheduler", "kubernetes", "--namespace", "b"}, "--scheduler kubernetes needs --namespace NS and --image IMAGE"},
 		{[]string{"--scheduler", "kubernetes", "--namespace", "b", "--image", "i", "--tools", "/x"}, "--slurm-conf and --tools are for --scheduler slurm"},
 		{[]string{"--image", "i"}, "--kubeconfig, --namespace, --image and --pod-env are for --scheduler kubernetes"},
-		{[]string{"--scheduler", "pbs"}, `--scheduler "pbs": slurm or kubernetes`},
+		{[]string{"--scheduler", "pbs"}, `--scheduler "pbs": slurm, kubernetes or sim`},
 		{[]string{"--scheduler", "kubernetes", "--namespace", "b", "--image", "i", "--pod-env", "X"}, `want NAME=VALUE, got "X"`},
 	} {
 		args := append([]string{"burnin", "run", "--contracts", exampleDir, "--module", "ma", "--out", filepath.Join(t.TempDir(), "o")}, tc.args...)

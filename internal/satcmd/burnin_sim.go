@@ -54,7 +54,7 @@ func (s *simBurnin) Describe() string {
 }
 
 func (s *simBurnin) Reserve(context.Context, string, string, []string) error { return nil }
-func (s *simBurnin) Release(context.Context) error                          { return nil }
+func (s *simBurnin) Release(context.Context) error                           { return nil }
 
 // Load puts the nodes in burn-in (or back to idle) and lets the site's
 // time run on until their temperatures settle: advanced at once on a

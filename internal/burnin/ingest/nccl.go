@@ -92,7 +92,7 @@ var (
 func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
 	run := &NCCLRun{File: file, OutOfBounds: -1, RootColumn: true}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(nil, 1<<20) // grown as lines need: 10,000 nodes' outputs are read at once
 	inTable, tableDone := false, false
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimRight(sc.Text(), " \t\r")
@@ -100,10 +100,23 @@ func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
 		errf := func(format string, args ...any) error {
 			return fmt.Errorf("%s:%d: %s", file, n, fmt.Sprintf(format, args...))
 		}
+		var rank []string // a rank line's fields (most lines of a large run are rank lines: one match each)
+		if strings.Contains(trim, "Rank") {
+			rank = rankRe.FindStringSubmatch(trim)
+		}
 		switch {
 		case trim == "" || trim == "#":
 			continue
-		case headerRe.MatchString(trim):
+		case inTable && isDigit(trim[0]): // first: most lines are rows, and no other case starts with a digit
+			row, err := parseRow(trim, run.RootColumn, n)
+			if err != nil {
+				return nil, errf("%v", err)
+			}
+			if k := len(run.Rows); k > 0 && row.Size <= run.Rows[k-1].Size {
+				return nil, errf("size %d after %d: the table's sizes must grow (interleaved output?)", row.Size, run.Rows[k-1].Size)
+			}
+			run.Rows = append(run.Rows, row)
+		case strings.Contains(trim, "nThread") && headerRe.MatchString(trim):
 			if run.Header != nil {
 				return nil, errf("a second nccl-tests header (line %d has the first): two runs or interleaved output in one file", run.Header.Line)
 			}
@@ -112,10 +125,10 @@ func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
 				return nil, errf("%v", err)
 			}
 			run.Header = h
-		case versionRe.MatchString(trim):
+		case strings.Contains(trim, "ersion") && versionRe.MatchString(trim):
 			run.Version = versionRe.FindStringSubmatch(trim)[1]
-		case rankRe.MatchString(trim):
-			m := rankRe.FindStringSubmatch(trim)
+		case rank != nil:
+			m := rank
 			rk, _ := strconv.Atoi(m[1])
 			dev, _ := strconv.Atoi(m[3])
 			run.Ranks = append(run.Ranks, NCCLRank{Rank: rk, Host: m[2], Device: dev, Bus: m[4], GPU: strings.TrimSpace(m[5]), Line: n})
@@ -145,15 +158,6 @@ func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
 			inTable, tableDone = false, true
 		case strings.HasPrefix(trim, "#"):
 			// units line, "out-of-place in-place", "Using devices", "...", other comments
-		case inTable && isDigit(trim[0]):
-			row, err := parseRow(trim, run.RootColumn, n)
-			if err != nil {
-				return nil, errf("%v", err)
-			}
-			if k := len(run.Rows); k > 0 && row.Size <= run.Rows[k-1].Size {
-				return nil, errf("size %d after %d: the table's sizes must grow (interleaved output?)", row.Size, run.Rows[k-1].Size)
-			}
-			run.Rows = append(run.Rows, row)
 		case inTable && !strings.HasPrefix(trim, "NCCL") && !strings.HasPrefix(trim, "rccl"):
 			return nil, errf("%q inside the table: interleaved output from another process", short(trim))
 		default:

@@ -32,7 +32,7 @@ type SMITable struct {
 func ParseSMI(file string, r io.Reader, fields []string) (*SMITable, error) {
 	t := &SMITable{File: file, Units: map[string]string{}}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(nil, 1<<20) // grown as lines need: 10,000 nodes' outputs are read at once
 	if len(fields) > 0 {
 		t.Fields = fields
 	}
