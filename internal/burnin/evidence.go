@@ -1,12 +1,15 @@
 package burnin
 
 import (
-	"bytes"
+	"bufio"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -38,6 +41,9 @@ type BundleOptions struct {
 	Clock    clock.Clock
 	// Taken is when the baselines were taken (default the clock's now).
 	Taken time.Time
+	// Baselines is the directory each node's baseline is written to,
+	// as NODE.json, while the journal is written ("": none written).
+	Baselines string
 }
 
 // RawOutput is one line of raw.jsonl.
@@ -58,11 +64,17 @@ type NodeRecord struct {
 // every raw tool output as printed (raw.jsonl), a record per
 // collective and per node in the hash-chained journal, burnin.json and
 // baselines.json; then the manifest and, with a signer, its signature.
-// `sat verify` checks it as it checks a SAT run. It returns each node's
-// baseline (lifecycle's seam.baseline/v1, linked to its tray's serial,
-// naming the bundle) as the bytes whose digest the journal holds:
-// WriteBaselines writes them where the gate reads them.
-func WriteBundle(dir string, res *Result, opt BundleOptions) (*evidence.Manifest, map[string][]byte, error) {
+// `sat verify` checks it as it checks a SAT run. Each node's baseline
+// (lifecycle's seam.baseline/v1, linked to its tray's serial, naming
+// the bundle; the journal holds its digest) is written to
+// opt.Baselines, where the gate reads it; WriteBundle returns the
+// files by node.
+//
+// 10,000 nodes make a bundle of about 220 MB. Its files are streamed,
+// never held whole, and each node is encoded once, for its journal
+// record and burnin.json alike: in a fresh process each megabyte held
+// is a megabyte of pages the kernel must hand over.
+func WriteBundle(dir string, res *Result, opt BundleOptions) (*evidence.Manifest, map[string]string, error) {
 	c := opt.Clock
 	if c == nil {
 		c = clock.Real{}
@@ -71,129 +83,181 @@ func WriteBundle(dir string, res *Result, opt BundleOptions) (*evidence.Manifest
 	if err != nil {
 		return nil, nil, err
 	}
-	fail := func(err error) (*evidence.Manifest, map[string][]byte, error) {
+	fail := func(err error) (*evidence.Manifest, map[string]string, error) {
 		_ = b.Close()
 		return nil, nil, fmt.Errorf("burn-in evidence in %s: %w", dir, err)
-	}
-	// burnin.json, the largest file (10,000 nodes: about 100 MB), is
-	// encoded while the journal is written
-	result := make(chan encoded, 1)
-	go func() { result <- indented(res) }()
-	var raw bytes.Buffer
-	size := 0
-	for _, f := range res.Files {
-		size += len(f.Name) + len(f.Data) + 32
-	}
-	raw.Grow(size + size/8) // JSON escapes each newline: 10,000 nodes' outputs are hundreds of MB
-	enc := json.NewEncoder(&raw)
-	for _, f := range res.Files {
-		if err := enc.Encode(RawOutput{Name: f.Name, Stdout: string(f.Data)}); err != nil {
-			return fail(err)
-		}
-	}
-	if err := b.WriteFile(RawFile, raw.Bytes()); err != nil {
-		return fail(err)
-	}
-	for _, g := range res.Groups {
-		if _, err := b.Append(KindGroup, "", g); err != nil {
-			return fail(err)
-		}
-	}
-	if res.Facility != nil || res.FacilityError != "" {
-		if _, err := b.Append(KindFacility, "", map[string]any{"result": res.Facility, "error": res.FacilityError}); err != nil {
-			return fail(err)
-		}
 	}
 	taken := opt.Taken
 	if taken.IsZero() {
 		taken = c.Now().UTC()
 	}
-	files := map[string][]byte{}
-	var all []*lifecycle.Baseline
+	nodes, err := encodeNodes(res.Nodes, opt.Tool, taken, b.ID())
+	if err != nil {
+		return fail(err)
+	}
+	// 10,000 files: written while the rest is
+	written := make(chan written, 1)
+	go func() { written <- writeBaselines(opt.Baselines, nodes) }()
+	rawDigest, err := writeFiles(b, res, nodes)
+	files := <-written
+	if err := cmp.Or(err, files.err); err != nil {
+		return fail(err)
+	}
 	outcome := "passed"
 	if !res.Passed() {
 		outcome = "failed"
 	}
-	for _, n := range res.Nodes {
-		bl := Baseline(n, opt.Tool, taken)
-		bl.Evidence = b.ID()
-		data, err := json.MarshalIndent(bl, "", "  ")
-		if err != nil {
-			return fail(err)
-		}
-		data = append(data, '\n')
-		if _, err := b.Append(KindNode, n.Name, NodeRecord{NodeResult: n, Baseline: evidence.Digest(data)}); err != nil {
-			return fail(err)
-		}
-		files[n.Name] = data
-		all = append(all, bl)
-		if !n.Passed {
-			outcome = "failed"
-		}
-	}
-	for _, f := range []struct {
-		name string
-		encoded
-	}{{BaselineFile, indented(all)}, {ResultFile, <-result}} {
-		if f.err != nil {
-			return fail(f.err)
-		}
-		if err := b.WriteFile(f.name, f.data); err != nil {
-			return fail(err)
-		}
-	}
-	m, err := b.Finish(evidence.Meta{ToolVersion: opt.Tool, PlanDigest: evidence.Digest(raw.Bytes()), Outcome: outcome})
+	m, err := b.Finish(evidence.Meta{ToolVersion: opt.Tool, PlanDigest: rawDigest, Outcome: outcome})
 	if err != nil {
 		return nil, nil, fmt.Errorf("burn-in evidence in %s: %w", dir, err)
 	}
-	return m, files, nil
+	return m, files.files, nil
 }
 
-// encoded is a file's JSON, indented, or why it could not be.
-type encoded struct {
-	data []byte
-	err  error
-}
-
-func indented(v any) encoded {
-	data, err := json.MarshalIndent(v, "", "  ")
-	return encoded{append(data, '\n'), err}
-}
-
-// WriteBaselines writes each node's baseline as dir/NODE.json, several
-// at once (10,000 nodes are 10,000 files), and returns the files by
-// node.
-func WriteBaselines(dir string, baselines map[string][]byte) (map[string]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+// writeFiles writes the bundle's files and records: raw.jsonl, a
+// record per collective, the facility's, one per node, baselines.json
+// and burnin.json. It returns raw.jsonl's digest.
+func writeFiles(b *evidence.Bundle, res *Result, nodes []encodedNode) (string, error) {
+	rawDigest, err := b.WriteFileFrom(RawFile, func(w io.Writer) error { return writeRaw(w, res.Files) })
+	if err != nil {
+		return "", err
 	}
-	out := make(map[string]string, len(baselines))
-	for node := range baselines {
-		out[node] = filepath.Join(dir, node+".json")
+	for _, g := range res.Groups {
+		if _, err := b.Append(KindGroup, "", g); err != nil {
+			return "", err
+		}
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		sem   = make(chan struct{}, 8)
-	)
-	for node, data := range baselines {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := os.WriteFile(out[node], data, 0o644); err != nil {
-				mu.Lock()
-				first = cmp.Or(first, fmt.Errorf("baseline of %s: %w", node, err))
-				mu.Unlock()
+	if res.Facility != nil || res.FacilityError != "" {
+		if _, err := b.Append(KindFacility, "", map[string]any{"result": res.Facility, "error": res.FacilityError}); err != nil {
+			return "", err
+		}
+	}
+	all := make([]*lifecycle.Baseline, len(nodes))
+	for i, n := range nodes {
+		if _, err := b.Append(KindNode, n.name, n.record()); err != nil {
+			return "", err
+		}
+		all[i] = n.parsed
+	}
+	if _, err := b.WriteFileFrom(BaselineFile, func(w io.Writer) error { return json.NewEncoder(w).Encode(all) }); err != nil {
+		return "", err
+	}
+	_, err = b.WriteFileFrom(ResultFile, func(w io.Writer) error { return writeResult(w, res, nodes) })
+	return rawDigest, err
+}
+
+// writeRaw writes raw.jsonl: a RawOutput line per file.
+func writeRaw(w io.Writer, files []File) error {
+	enc := json.NewEncoder(w)
+	for _, f := range files {
+		if err := enc.Encode(RawOutput{Name: f.Name, Stdout: string(f.Data)}); err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// encodedNode is a node encoded for the bundle: its result's JSON and
+// its baseline file's bytes.
+type encodedNode struct {
+	name     string
+	result   []byte
+	baseline []byte
+	parsed   *lifecycle.Baseline
+}
+
+// record is the node's burnin_node record: the result and its
+// baseline's digest (NodeRecord's JSON).
+func (n encodedNode) record() json.RawMessage {
+	digest := `,"baseline_digest":"` + evidence.Digest(n.baseline) + `"}`
+	return append(n.result[:len(n.result)-1:len(n.result)-1], digest...)
+}
+
+// encodeNodes encodes every node, several at once.
+func encodeNodes(nodes []*NodeResult, tool string, taken time.Time, bundle string) ([]encodedNode, error) {
+	out := make([]encodedNode, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(nodes); i += workers {
+				out[i], errs[i] = encodeNode(nodes[i], tool, taken, bundle)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	if first != nil {
-		return nil, first
+	return out, errors.Join(errs...)
+}
+
+func encodeNode(n *NodeResult, tool string, taken time.Time, bundle string) (encodedNode, error) {
+	bl := Baseline(n, tool, taken)
+	bl.Evidence = bundle
+	data, err := json.MarshalIndent(bl, "", "  ")
+	if err != nil {
+		return encodedNode{}, fmt.Errorf("baseline of %s: %w", n.Name, err)
 	}
-	return out, nil
+	result, err := json.Marshal(n)
+	if err != nil {
+		return encodedNode{}, fmt.Errorf("result of %s: %w", n.Name, err)
+	}
+	return encodedNode{name: n.Name, result: result, baseline: append(data, '\n'), parsed: bl}, nil
+}
+
+// writeResult writes burnin.json, compact as the journal is (indented,
+// 10,000 nodes made 105 MB): the Result, its nodes as encodeNodes
+// encoded them.
+func writeResult(w io.Writer, res *Result, nodes []encodedNode) error {
+	rest, err := json.Marshal(struct {
+		Groups        []*Group        `json:"groups"`
+		Analysis      Analysis        `json:"analysis"`
+		Facility      *FacilityResult `json:"facility,omitempty"`
+		FacilityError string          `json:"facility_error,omitempty"`
+	}{res.Groups, res.Analysis, res.Facility, res.FacilityError})
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, `{"size":%d,"gpus_per_node":%d,"nodes":[`, res.Size, res.GPUs)
+	for i, n := range nodes {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(n.result)
+	}
+	bw.WriteString("],")
+	bw.Write(rest[1:])
+	bw.WriteByte('\n')
+	return bw.Flush()
+}
+
+// written are the baseline files, or why they are not.
+type written struct {
+	files map[string]string
+	err   error
+}
+
+// writeBaselines writes each node's baseline as dir/NODE.json and
+// returns the files by node.
+func writeBaselines(dir string, nodes []encodedNode) written {
+	if dir == "" {
+		return written{}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return written{err: err}
+	}
+	files := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		files[n.name] = filepath.Join(dir, n.name+".json")
+	}
+	// one at a time: creating files in one directory in parallel
+	// contends for it, and took twice the CPU for no less time
+	for _, n := range nodes {
+		if err := os.WriteFile(files[n.name], n.baseline, 0o644); err != nil {
+			return written{err: fmt.Errorf("baseline of %s: %w", n.name, err)}
+		}
+	}
+	return written{files: files}
 }
 
 // Baseline is a node's result as lifecycle's baseline: its measures

@@ -32,6 +32,7 @@ type Job struct {
 
 // Output is what a job printed (rank 0's standard output) and its exit
 // code; Err is set when it could not run or did not answer in time.
+// Stdout is the caller's to keep: an executor never reuses it.
 type Output struct {
 	Stdout []byte
 	Exit   int
@@ -246,7 +247,7 @@ func (r *Result) with(verdict string) []*NodeResult {
 
 func (r *Result) keep(name string, data []byte) {
 	r.mu.Lock()
-	r.Files = append(r.Files, File{Name: name, Data: slices.Clone(data)})
+	r.Files = append(r.Files, File{Name: name, Data: data}) // the executor's to give (Output)
 	r.mu.Unlock()
 }
 

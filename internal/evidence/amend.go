@@ -142,7 +142,7 @@ func (a *Amender) Attach(name string, data []byte) error {
 		return fmt.Errorf("%s is already attached: attach it under another name", rel)
 	}
 	path := filepath.Join(a.b.dir, AttachDir, name)
-	if err := writeSynced(tmpPath(path), data); err != nil {
+	if err := writeBytesSynced(tmpPath(path), data); err != nil {
 		return err
 	}
 	a.files = append(a.files, rel)

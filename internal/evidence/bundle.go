@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -349,16 +350,28 @@ func (b *Bundle) Close() error {
 // record leaves a temporary file (Resume removes it); one after leaves
 // the recorded content in it (Resume puts it in place).
 func (b *Bundle) WriteFile(name string, data []byte) error {
+	_, err := b.WriteFileFrom(name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	return err
+}
+
+// WriteFileFrom is WriteFile of what write writes, streamed to the
+// file as it is hashed: a file of hundreds of megabytes (10,000 nodes'
+// burn-in outputs) is never held whole. It returns the file's digest.
+func (b *Bundle) WriteFileFrom(name string, write func(io.Writer) error) (string, error) {
 	if err := checkName(name); err != nil {
-		return fmt.Errorf("evidence: %w", err)
+		return "", fmt.Errorf("evidence: %w", err)
 	}
 	path := filepath.Join(b.dir, filepath.FromSlash(name))
 	tmp := tmpPath(path)
-	if err := writeSynced(tmp, data); err != nil {
-		return fmt.Errorf("evidence: %w", err)
+	digest, err := writeSynced(tmp, write)
+	if err != nil {
+		return "", fmt.Errorf("evidence: %s: %w", name, err)
 	}
 	b.mu.Lock()
-	_, err := b.appendLocked(KindFile, "", FileRecord{Name: name, Digest: hashOf(data)})
+	_, err = b.appendLocked(KindFile, "", FileRecord{Name: name, Digest: digest})
 	if err == nil {
 		err = b.checkpointLocked()
 		b.dirty = false
@@ -366,12 +379,12 @@ func (b *Bundle) WriteFile(name string, data []byte) error {
 	}
 	b.mu.Unlock()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("evidence: %w", err)
+		return "", fmt.Errorf("evidence: %w", err)
 	}
-	return syncDir(filepath.Dir(path))
+	return digest, syncDir(filepath.Dir(path))
 }
 
 // tmpPrefix marks a file being written: one left by a crash is noted by
@@ -396,17 +409,33 @@ func tmpPath(path string) string {
 	return filepath.Join(filepath.Dir(path), tmpPrefix+filepath.Base(path))
 }
 
-// writeSynced writes a file durably.
-func writeSynced(path string, data []byte) error {
+// writeSynced writes a file durably, through a buffer and a hash, and
+// returns its digest.
+func writeSynced(path string, write func(io.Writer) error) (string, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, err := f.Write(data); err != nil {
+	h := sha256.New()
+	w := bufio.NewWriterSize(io.MultiWriter(f, h), 64<<10)
+	if err := write(w); err != nil {
 		f.Close()
-		return err
+		return "", err
 	}
-	return errors.Join(f.Sync(), f.Close())
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return "", err
+	}
+	return digestOf(h), errors.Join(f.Sync(), f.Close())
+}
+
+// writeBytesSynced writes data to a file durably.
+func writeBytesSynced(path string, data []byte) error {
+	_, err := writeSynced(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	return err
 }
 
 // syncDir makes a rename in dir durable.

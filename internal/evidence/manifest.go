@@ -93,7 +93,7 @@ func (b *Bundle) Finish(meta Meta) (*Manifest, error) {
 	}
 	raw := m.encode()
 	mpath, spath := filepath.Join(b.dir, ManifestFile), filepath.Join(b.dir, SignatureFile)
-	if err := writeSynced(tmpPath(mpath), raw); err != nil {
+	if err := writeBytesSynced(tmpPath(mpath), raw); err != nil {
 		return nil, fmt.Errorf("evidence: %w", err)
 	}
 	if b.opt.Signer != nil {
@@ -101,7 +101,7 @@ func (b *Bundle) Finish(meta Meta) (*Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("evidence: signing the manifest: %w", err)
 		}
-		if err := writeSynced(tmpPath(spath), sig); err != nil {
+		if err := writeBytesSynced(tmpPath(spath), sig); err != nil {
 			return nil, fmt.Errorf("evidence: %w", err)
 		}
 	}

@@ -298,14 +298,11 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 	if err != nil {
 		return 0, err
 	}
-	m, baselines, err := burnin.WriteBundle(f.out, res, opt)
-	if err != nil {
-		return 0, err
-	}
 	if f.baselines == "" {
 		f.baselines = filepath.Clean(f.out) + ".baselines"
 	}
-	files, err := burnin.WriteBaselines(f.baselines, baselines)
+	opt.Baselines = f.baselines
+	m, files, err := burnin.WriteBundle(f.out, res, opt)
 	if err != nil {
 		return 0, err
 	}

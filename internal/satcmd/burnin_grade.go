@@ -125,7 +125,7 @@ func gradeDo(dir string, f burninFlags, g gradeFlags, stdout, stderr io.Writer, 
 // gradeWrite writes the evidence bundle, the baselines and the report
 // where f says, and returns the bundle's id and the baseline files.
 func gradeWrite(f burninFlags, res *burnin.Result, lookupEnv func(string) (string, bool)) (string, map[string]string, error) {
-	opt := burnin.BundleOptions{Tool: "sat burnin " + version.Version}
+	opt := burnin.BundleOptions{Tool: "sat burnin " + version.Version, Baselines: f.baselines}
 	if f.key.key != "" {
 		s, _, err := evidenceSigner(f.key, lookupEnv)
 		if err != nil {
@@ -133,11 +133,7 @@ func gradeWrite(f burninFlags, res *burnin.Result, lookupEnv func(string) (strin
 		}
 		opt.Evidence = evidence.Options{Signer: s, By: currentUser()}
 	}
-	m, baselines, err := burnin.WriteBundle(f.out, res, opt)
-	if err != nil {
-		return "", nil, err
-	}
-	files, err := burnin.WriteBaselines(f.baselines, baselines)
+	m, files, err := burnin.WriteBundle(f.out, res, opt)
 	if err != nil {
 		return "", nil, err
 	}

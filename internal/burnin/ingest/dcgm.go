@@ -73,10 +73,11 @@ func NormStatus(s string) string {
 
 // ParseDiag reads dcgmi diag -j's output and exit code. The JSON may
 // sit among other lines (dcgmi prints warnings before it); exactly one
-// JSON document is read. A document of neither shape, or of a shape
-// whose version's major number is not the shape's, is an error.
+// JSON document is read, in one pass. A document of neither shape, or
+// of a shape whose version's major number is not the shape's, is an
+// error.
 func ParseDiag(file string, r io.Reader, exit int) (*Diag, error) {
-	raw, err := io.ReadAll(r)
+	raw, err := readAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -86,34 +87,27 @@ func ParseDiag(file string, r io.Reader, exit int) (*Diag, error) {
 	}
 	d := &Diag{File: file, Exit: exit, Noise: bytes.Count(raw[:start], []byte("\n"))}
 	dec := json.NewDecoder(bytes.NewReader(raw[start:]))
-	var top map[string]json.RawMessage
-	if err := dec.Decode(&top); err != nil {
-		at := len(raw) // io.ErrUnexpectedEOF: the end
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			at = start + int(se.Offset)
-		}
-		line := 1 + bytes.Count(bytes.TrimRight(raw[:min(at, len(raw))], "\n"), []byte("\n"))
-		return nil, fmt.Errorf("%s:%d: the dcgmi JSON does not parse (truncated or interleaved?): %w", file, line, err)
+	var doc diagDoc
+	if err := dec.Decode(&doc); err != nil {
+		return nil, decodeError(file, raw, start, err)
 	}
 	rest := bytes.TrimSpace(raw[start+int(dec.InputOffset()):])
 	if len(rest) > 0 {
 		d.Noise += bytes.Count(rest, []byte("\n")) + 1
 	}
+	// encoding/json matches keys regardless of case: a shape's key
+	// must be there as DCGM spells it
+	doc.shape(raw[start:])
 	switch {
-	case top["DCGM GPU Diagnostic"] != nil:
-		d.Shape = 3
-		err = d.read3(top)
-	case top["DCGM Diagnostic"] != nil:
-		d.Shape = 4
-		err = d.read4(top)
+	case doc.V3 != nil:
+		d.Shape, d.Version, d.Driver = 3, doc.V3.Version, string(doc.Driver3)
+		err = readTests(d, doc.V3.Categories, (*result3).read)
+	case doc.V4 != nil:
+		d.Shape, d.Version, d.Driver = 4, string(doc.Meta.Version), string(doc.Meta.Driver)
+		d.serials(doc.Groups)
+		err = readTests(d, doc.V4.Categories, (*result4).read)
 	default:
-		keys := make([]string, 0, len(top))
-		for k := range top {
-			keys = append(keys, strconv.Quote(k))
-		}
-		sort.Strings(keys)
-		return nil, fmt.Errorf("%s: a JSON document of no known dcgmi diag shape (top keys %s; known: \"DCGM GPU Diagnostic\" (3.x), \"DCGM Diagnostic\" (4.x))", file, strings.Join(keys, ", "))
+		return nil, fmt.Errorf("%s: a JSON document of no known dcgmi diag shape (top keys %s; known: \"DCGM GPU Diagnostic\" (3.x), \"DCGM Diagnostic\" (4.x))", file, topKeys(raw[start:]))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
@@ -122,6 +116,35 @@ func ParseDiag(file string, r io.Reader, exit int) (*Diag, error) {
 		return nil, fmt.Errorf("%s: DCGM version %s in the %d.x shape: an unknown version, whose results seam does not know how to read", file, d.Version, d.Shape)
 	}
 	return d, nil
+}
+
+// decodeError names the line where the JSON stopped reading.
+func decodeError(file string, raw []byte, start int, err error) error {
+	at := len(raw) // io.ErrUnexpectedEOF: the end
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	what := "does not parse (truncated or interleaved?)"
+	switch {
+	case errors.As(err, &se):
+		at = start + int(se.Offset)
+	case errors.As(err, &te):
+		at, what = start+int(te.Offset), "is not of dcgmi diag's shape"
+	}
+	line := 1 + bytes.Count(bytes.TrimRight(raw[:min(at, len(raw))], "\n"), []byte("\n"))
+	return fmt.Errorf("%s:%d: the dcgmi JSON %s: %w", file, line, what, err)
+}
+
+// topKeys lists a document's top keys, for the message that no shape
+// matched.
+func topKeys(doc []byte) string {
+	var top map[string]json.RawMessage
+	_ = json.NewDecoder(bytes.NewReader(doc)).Decode(&top)
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, strconv.Quote(k))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
 }
 
 // jsonStart is the offset of the first line that starts with '{'.
@@ -139,73 +162,143 @@ func jsonStart(b []byte) int {
 	return -1
 }
 
-type category struct {
-	Category string            `json:"category"`
-	Tests    []json.RawMessage `json:"tests"`
+// diagDoc is both shapes of the document, decoded at once: 10,000
+// nodes' diagnostics are read in one go, and each pass over them
+// counts.
+type diagDoc struct {
+	V3 *struct {
+		Categories []category[result3] `json:"test_categories"`
+		Version    string              `json:"version"`
+	} `json:"DCGM GPU Diagnostic"`
+	Driver3 lenient `json:"Driver Version Detected"`
+	V4      *struct {
+		Categories []category[result4] `json:"test_categories"`
+	} `json:"DCGM Diagnostic"`
+	Meta   metadata      `json:"metadata"`
+	Groups []entityGroup `json:"entity_groups"`
 }
 
-type test struct {
-	Name    string            `json:"name"`
-	Results []json.RawMessage `json:"results"`
+// shape drops a shape whose key the document does not spell as DCGM
+// does.
+func (doc *diagDoc) shape(raw []byte) {
+	if doc.V3 != nil && !bytes.Contains(raw, []byte(`"DCGM GPU Diagnostic"`)) {
+		doc.V3 = nil
+	}
+	if doc.V4 != nil && !bytes.Contains(raw, []byte(`"DCGM Diagnostic"`)) {
+		doc.V4 = nil
+	}
+}
+
+type category[R any] struct {
+	Category string     `json:"category"`
+	Tests    []*test[R] `json:"tests"` // DCGM 3.1 prints nulls between tests
+}
+
+type test[R any] struct {
+	Name    string `json:"name"`
+	Results []*R   `json:"results"`
 	Summary *struct {
 		Status string `json:"status"`
 	} `json:"test_summary"`
 }
 
-func (d *Diag) read3(top map[string]json.RawMessage) error {
-	var doc struct {
-		Categories []category `json:"test_categories"`
-		Version    string     `json:"version"`
-	}
-	if err := json.Unmarshal(top["DCGM GPU Diagnostic"], &doc); err != nil {
-		return fmt.Errorf(`"DCGM GPU Diagnostic": %w`, err)
-	}
-	d.Version = doc.Version
-	if v, ok := top["Driver Version Detected"]; ok {
-		_ = json.Unmarshal(v, &d.Driver)
-	}
-	return d.readCategories(doc.Categories, func(raw json.RawMessage) (DiagResult, error) {
-		var r struct {
-			GPUIDs   json.RawMessage   `json:"gpu_ids"`
-			Status   string            `json:"status"`
-			Warnings []json.RawMessage `json:"warnings"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return DiagResult{}, err
-		}
-		gpus, err := gpuIDs(r.GPUIDs)
-		if err != nil {
-			return DiagResult{}, err
-		}
-		return DiagResult{GPUs: gpus, Status: r.Status, Warnings: warnings(r.Warnings)}, nil
-	})
+type entityGroup struct {
+	Group    string `json:"entity_group"`
+	Entities []struct {
+		ID     int    `json:"entity_id"`
+		Serial string `json:"serial_num"`
+	} `json:"entities"`
 }
 
-func (d *Diag) read4(top map[string]json.RawMessage) error {
-	var doc struct {
-		Categories []category `json:"test_categories"`
+// result3 is a 3.x result: gpu_ids "0", "0,1,2,3" or an integer.
+type result3 struct {
+	GPUIDs   json.RawMessage `json:"gpu_ids"`
+	Status   string          `json:"status"`
+	Warnings []warning       `json:"warnings"`
+}
+
+func (r *result3) read() (DiagResult, error) {
+	gpus, err := gpuIDs(r.GPUIDs)
+	return DiagResult{GPUs: gpus, Status: r.Status, Warnings: warningText(r.Warnings)}, err
+}
+
+// result4 is a 4.x entity result.
+type result4 struct {
+	Group    string    `json:"entity_group"`
+	ID       *int      `json:"entity_id"`
+	Status   string    `json:"status"`
+	Warnings []warning `json:"warnings"`
+}
+
+func (r *result4) read() (DiagResult, error) {
+	res := DiagResult{Status: r.Status, Warnings: warningText(r.Warnings)}
+	if r.ID != nil && (r.Group == "" || r.Group == "GPU") {
+		res.GPUs = []int{*r.ID}
 	}
-	if err := json.Unmarshal(top["DCGM Diagnostic"], &doc); err != nil {
-		return fmt.Errorf(`"DCGM Diagnostic": %w`, err)
+	return res, nil
+}
+
+// metadata is 4.x's; anything but an object is none (it is
+// informative).
+type metadata struct {
+	Version lenient `json:"version"`
+	Driver  lenient `json:"Driver Version Detected"`
+}
+
+func (m *metadata) UnmarshalJSON(b []byte) error {
+	type plain metadata
+	var p plain
+	if json.Unmarshal(b, &p) == nil {
+		*m = metadata(p)
 	}
-	var meta map[string]any
-	if raw, ok := top["metadata"]; ok {
-		_ = json.Unmarshal(raw, &meta)
+	return nil
+}
+
+// lenient is a string that is empty when the JSON holds anything else
+// (the driver and version are informative).
+type lenient string
+
+func (l *lenient) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*l = lenient(s)
 	}
-	d.Version, _ = meta["version"].(string)
-	d.Driver, _ = meta["Driver Version Detected"].(string)
-	var groups []struct {
-		Group    string `json:"entity_group"`
-		Entities []struct {
-			ID     int    `json:"entity_id"`
-			Serial string `json:"serial_num"`
-		} `json:"entities"`
+	return nil
+}
+
+// warning is a warning as a string or a {"warning": …} object; any
+// other JSON is kept as printed.
+type warning string
+
+func (w *warning) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*w = warning(s)
+		return nil
 	}
-	if raw, ok := top["entity_groups"]; ok {
-		if err := json.Unmarshal(raw, &groups); err != nil {
-			return fmt.Errorf("entity_groups: %w", err)
-		}
+	var o struct {
+		Warning string `json:"warning"`
 	}
+	if json.Unmarshal(b, &o) == nil && o.Warning != "" {
+		*w = warning(o.Warning)
+	} else {
+		*w = warning(b)
+	}
+	return nil
+}
+
+func warningText(ws []warning) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = string(w)
+	}
+	return out
+}
+
+func (d *Diag) serials(groups []entityGroup) {
 	for _, g := range groups {
 		for _, e := range g.Entities {
 			if g.Group == "GPU" && e.Serial != "" && !strings.HasPrefix(e.Serial, "<<<") {
@@ -216,47 +309,29 @@ func (d *Diag) read4(top map[string]json.RawMessage) error {
 			}
 		}
 	}
-	return d.readCategories(doc.Categories, func(raw json.RawMessage) (DiagResult, error) {
-		var r struct {
-			Group    string            `json:"entity_group"`
-			ID       *int              `json:"entity_id"`
-			Status   string            `json:"status"`
-			Warnings []json.RawMessage `json:"warnings"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return DiagResult{}, err
-		}
-		res := DiagResult{Status: r.Status, Warnings: warnings(r.Warnings)}
-		if r.ID != nil && (r.Group == "" || r.Group == "GPU") {
-			res.GPUs = []int{*r.ID}
-		}
-		return res, nil
-	})
 }
 
-func (d *Diag) readCategories(cats []category, result func(json.RawMessage) (DiagResult, error)) error {
+// readTests reads the categories' tests and their results, skipping
+// nulls.
+func readTests[R any](d *Diag, cats []category[R], read func(*R) (DiagResult, error)) error {
 	for _, c := range cats {
-		for _, raw := range c.Tests {
-			if string(raw) == "null" {
-				continue // DCGM 3.1 prints nulls between tests
-			}
-			var t test
-			if err := json.Unmarshal(raw, &t); err != nil {
-				return fmt.Errorf("category %s: a test: %w", c.Category, err)
+		for _, t := range c.Tests {
+			if t == nil {
+				continue
 			}
 			dt := DiagTest{Category: c.Category, Name: t.Name}
 			if t.Summary != nil {
 				dt.Summary = t.Summary.Status
 			}
-			for _, rr := range t.Results {
-				if string(rr) == "null" {
+			for _, r := range t.Results {
+				if r == nil {
 					continue
 				}
-				r, err := result(rr)
+				res, err := read(r)
 				if err != nil {
-					return fmt.Errorf("test %q: a result: %w", t.Name, err)
+					return fmt.Errorf("category %s, test %q: a result: %w", c.Category, t.Name, err)
 				}
-				dt.Results = append(dt.Results, r)
+				dt.Results = append(dt.Results, res)
 			}
 			d.Tests = append(d.Tests, dt)
 		}
@@ -289,27 +364,6 @@ func gpuIDs(raw json.RawMessage) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// warnings reads warnings as strings or {"warning": …} objects.
-func warnings(raws []json.RawMessage) []string {
-	var out []string
-	for _, raw := range raws {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			out = append(out, s)
-			continue
-		}
-		var o struct {
-			Warning string `json:"warning"`
-		}
-		if json.Unmarshal(raw, &o) == nil && o.Warning != "" {
-			out = append(out, o.Warning)
-		} else {
-			out = append(out, string(raw))
-		}
-	}
-	return out
 }
 
 // Problem is one reason a diagnostic is not a pass.

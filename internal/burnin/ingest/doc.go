@@ -8,3 +8,21 @@
 // beyond the tool's own verdict: a result that cannot be read is an
 // error naming its file and line, never a pass.
 package ingest
+
+import "io"
+
+// readAll is io.ReadAll, in one allocation of the right size where the
+// reader knows its length (a bytes.Reader over an output in memory:
+// 10,000 nodes' outputs are read at once).
+func readAll(r io.Reader) ([]byte, error) {
+	lr, ok := r.(interface{ Len() int })
+	if !ok {
+		return io.ReadAll(r)
+	}
+	buf := make([]byte, lr.Len())
+	n, err := io.ReadFull(r, buf)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	return buf[:n], nil
+}

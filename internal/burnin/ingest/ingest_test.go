@@ -305,6 +305,12 @@ func TestDiagFixtures(t *testing.T) {
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), want)
 	}
+	_, err = ParseDiag("n.out", strings.NewReader("{\"DCGM Diagnostic\": {\"test_categories\": [\n {\"category\": \"Hardware\", \"tests\": [{\"name\": \"memtest\", \"results\": [\n  {\"entity_id\": 0, \"status\": 5}]}]}]}}\n"), 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "n.out:3: the dcgmi JSON is not of dcgmi diag's shape", "a status that is no string, named by its line")
+	_, err = ParseDiag("n.out", strings.NewReader(`{"dcgm diagnostic": {"test_categories": []}}`), 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no known dcgmi diag shape", "a shape's key as DCGM spells it")
 	_, err = ParseDiag("n.out", strings.NewReader("Error: unable to establish a connection to the specified host: localhost\n"), 255)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no JSON document")

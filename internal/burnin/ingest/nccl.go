@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"regexp"
@@ -77,7 +76,6 @@ type NCCLMeasure struct {
 }
 
 var (
-	rankRe    = regexp.MustCompile(`^#?\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
 	headerRe  = regexp.MustCompile(`^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)\b(.*)$`)
 	versionRe = regexp.MustCompile(`^#?\s*(?:nccl-tests version|rccl-tests: Version)\s+(\S+)`)
 	oobRe     = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)\s*$`)
@@ -90,19 +88,25 @@ var (
 // interleaved with another process's output), a second table, two
 // headers, no table at all.
 func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
+	raw, err := readAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	run := &NCCLRun{File: file, OutOfBounds: -1, RootColumn: true}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20) // grown as lines need: 10,000 nodes' outputs are read at once
 	inTable, tableDone := false, false
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimRight(sc.Text(), " \t\r")
+	n := 0
+	// the lines are slices of one string: 10,000 nodes' outputs are
+	// read at once, and a string a line was most of the time
+	for line := range strings.Lines(string(raw)) {
+		n++
+		line = strings.TrimRight(line, " \t\r\n")
 		trim := strings.TrimSpace(line)
 		errf := func(format string, args ...any) error {
 			return fmt.Errorf("%s:%d: %s", file, n, fmt.Sprintf(format, args...))
 		}
-		var rank []string // a rank line's fields (most lines of a large run are rank lines: one match each)
+		var rank *NCCLRank // most lines of a large run are rank lines
 		if strings.Contains(trim, "Rank") {
-			rank = rankRe.FindStringSubmatch(trim)
+			rank = parseRank(trim, n)
 		}
 		switch {
 		case trim == "" || trim == "#":
@@ -128,10 +132,7 @@ func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
 		case strings.Contains(trim, "ersion") && versionRe.MatchString(trim):
 			run.Version = versionRe.FindStringSubmatch(trim)[1]
 		case rank != nil:
-			m := rank
-			rk, _ := strconv.Atoi(m[1])
-			dev, _ := strconv.Atoi(m[3])
-			run.Ranks = append(run.Ranks, NCCLRank{Rank: rk, Host: m[2], Device: dev, Bus: m[4], GPU: strings.TrimSpace(m[5]), Line: n})
+			run.Ranks = append(run.Ranks, *rank)
 		case strings.HasPrefix(trim, "#") && strings.Contains(trim, "size") && strings.Contains(trim, "busbw"):
 			if tableDone || len(run.Rows) > 0 {
 				return nil, errf("a second table: two runs or interleaved output in one file")
@@ -142,11 +143,11 @@ func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
 				return nil, errf("the table's header has neither #wrong nor error: not an nccl-tests table")
 			}
 			inTable = true
-		case oobRe.MatchString(trim):
+		case strings.Contains(trim, "Out of bounds") && oobRe.MatchString(trim):
 			m := oobRe.FindStringSubmatch(trim)
 			run.OutOfBounds, _ = strconv.Atoi(m[1])
 			inTable, tableDone = false, true
-		case avgRe.MatchString(trim):
+		case strings.Contains(trim, "Avg bus") && avgRe.MatchString(trim):
 			v, err := strconv.ParseFloat(avgRe.FindStringSubmatch(trim)[1], 64)
 			if err != nil {
 				return nil, errf("Avg bus bandwidth %q is not a number", trim)
@@ -164,9 +165,6 @@ func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
 			run.Noise++
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
 	if len(run.Rows) > 0 && run.OutOfBounds < 0 && !run.HasAvg && !run.Concluded {
 		return nil, fmt.Errorf("%s:%d: the log ends in the table, with no footer (# Out of bounds values): truncated", file, run.Rows[len(run.Rows)-1].Line)
 	}
@@ -174,6 +172,47 @@ func ParseNCCL(file string, r io.Reader) (*NCCLRun, error) {
 		return nil, fmt.Errorf("%s: no nccl-tests table rows: the run did not get to measure (see its stderr), or this is not nccl-tests output", file)
 	}
 	return run, nil
+}
+
+// parseRank reads `#  Rank N Group G Pid P on HOST device D [BUS] NAME`
+// (nil: not a rank line). By hand, not a regular expression: a
+// module's run prints one per GPU, and 10,000 nodes' runs hundreds of
+// thousands.
+func parseRank(s string, line int) *NCCLRank {
+	const space = "\t\n\f\r " // a regular expression's \s
+	rest := strings.TrimPrefix(s, "#")
+	var f [10]string
+	for i := range f {
+		rest = strings.TrimLeft(rest, space)
+		end := strings.IndexAny(rest, space)
+		if end <= 0 {
+			return nil
+		}
+		f[i], rest = rest[:end], rest[end:]
+	}
+	rest = strings.TrimLeft(rest, space)
+	if f[0] != "Rank" || f[2] != "Group" || f[4] != "Pid" || f[6] != "on" || f[8] != "device" || !strings.HasPrefix(rest, "[") {
+		return nil
+	}
+	bus, name, ok := strings.Cut(rest[1:], "]")
+	if !ok || !digits(f[1]) || !digits(f[3]) || !digits(f[5]) || !digits(f[9]) {
+		return nil
+	}
+	rank, err1 := strconv.Atoi(f[1])
+	dev, err2 := strconv.Atoi(f[9])
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	return &NCCLRank{Rank: rank, Host: f[7], Device: dev, Bus: bus, GPU: strings.TrimSpace(name), Line: line}
+}
+
+func digits(s string) bool {
+	for i := range len(s) {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func parseHeader(s string, line int) (*NCCLHeader, error) {

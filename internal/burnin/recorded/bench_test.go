@@ -73,11 +73,7 @@ func gradeCommand(tb testing.TB, dir, out string, nodes []burnin.Node) *burnin.R
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m, baselines, err := burnin.WriteBundle(out, res, burnin.BundleOptions{Tool: "sat burnin bench"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	files, err := burnin.WriteBaselines(out+".baselines", baselines)
+	m, files, err := burnin.WriteBundle(out, res, burnin.BundleOptions{Tool: "sat burnin bench", Baselines: out + ".baselines"})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -256,7 +256,7 @@ func (l *loader) placed(step string, nodes []string) error {
 func (l *loader) read(outs []*output) {
 	errs := make([]error, len(outs))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	sem := make(chan struct{}, 4*runtime.GOMAXPROCS(0)) // more than the CPUs: opening a file is mostly waiting
 	for i, o := range outs {
 		if o == nil {
 			continue
