@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -146,9 +148,17 @@ func TestEndToEnd(t *testing.T) {
 	allowed := filepath.Join(keys, "allowed_signers")
 	require.NoError(t, os.WriteFile(allowed, []byte(`alice namespaces="seam-facilityd" `+string(ssh.MarshalAuthorizedKey(signer.PublicKey()))), 0o644))
 
+	// facilityd's doors: TLS, the webhook's and the reader's tokens
+	crt, tlsKey := peer.SelfSigned(t, keys, "facilityd")
+	webhookToken, readerToken := filepath.Join(keys, "webhook.token"), filepath.Join(keys, "reader.token")
+	require.NoError(t, os.WriteFile(webhookToken, []byte("webhook-token-of-the-e2e-test\n"), 0o600))
+	require.NoError(t, os.WriteFile(readerToken, []byte("reader-token-of-the-e2e-test\n"), 0o600))
+	client := tlsClient(t, crt)
+
 	// Alertmanager, with the Watchdog on its own short route
 	pg := newPager(t)
 	fdAddr := peer.ListenTCP(t) // bound by facilityd long after Alertmanager is told it
+	base := "https://" + fdAddr
 	am := amtest.StartAlertmanager(t, fmt.Sprintf(`route:
   receiver: pager
   group_by: [alertname, domain]
@@ -167,13 +177,16 @@ func TestEndToEnd(t *testing.T) {
 receivers:
 - name: facilityd
   webhook_configs:
-  - url: http://%s/v1/alertmanager
+  - url: https://%s/v1/alertmanager
     send_resolved: true
+    http_config:
+      authorization: {credentials_file: %q}
+      tls_config: {ca_file: %q}
 - name: pager
   webhook_configs:
   - url: %s
     send_resolved: true
-`, fdAddr, pg.srv.URL))
+`, fdAddr, webhookToken, crt, pg.srv.URL))
 
 	// facilityd, the real binary
 	state := t.TempDir()
@@ -188,12 +201,14 @@ receivers:
 		"alertmanager": am.URL,
 		"heartbeats":   []any{map[string]any{"name": "ctl-mb", "module": "mb", "timeout": "5s", "device": "ctl-mb", "point": "heartbeats"}},
 		"reconcile":    "2s",
+		"tls":          map[string]any{"cert_file": crt, "key_file": tlsKey},
+		"auth":         map[string]any{"webhook_token_file": webhookToken, "reader_token_file": readerToken},
 	}
 	cfgFile := filepath.Join(state, "facilityd.json")
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	require.NoError(t, os.WriteFile(cfgFile, b, 0o644))
 	fdPeer := peer.Start(t, "facilityd", peer.Spec{Args: []string{fd, "run", "--config", cfgFile}, Env: cluster.Env(), Within: 60 * time.Second,
-		Ready: httpOK("http://" + fdAddr + "/readyz")})
+		Ready: httpOK(client, base+"/readyz")})
 
 	// Prometheus: scrapes facilityd, evaluates the generated rules
 	amAddr := strings.TrimPrefix(am.URL, "http://")
@@ -203,12 +218,15 @@ alerting:
 rule_files: [rules.yml]
 scrape_configs:
 - job_name: facilityd
+  scheme: https
+  authorization: {credentials_file: %q}
+  tls_config: {ca_file: %q}
   static_configs: [{targets: [%q]}]
-`, amAddr, fdAddr), map[string]string{"rules.yml": facilityd.PrometheusRules("facilityd", "")})
+`, amAddr, readerToken, crt, fdAddr), map[string]string{"rules.yml": facilityd.PrometheusRules("facilityd", "")})
 
 	status := func() facilityd.StatusDoc {
 		var doc facilityd.StatusDoc
-		resp, err := http.Get("http://" + fdAddr + "/v1/status")
+		resp, err := readerGet(client, base+"/v1/status", readerToken)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
@@ -217,12 +235,36 @@ scrape_configs:
 	require.Eventually(t, func() bool { return status().AlarmPath == "alive" }, 60*time.Second, 200*time.Millisecond, "the Watchdog arrives")
 	// slurmctld answers: scheduler_unreachable is 0
 	assert.False(t, status().SchedulerUnreachable, status().SchedulerError)
-	resp, err := http.Get("http://" + fdAddr + "/metrics")
+	resp, err := readerGet(client, base+"/metrics", readerToken)
 	require.NoError(t, err)
 	metrics, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
 	assert.Contains(t, string(metrics), "\nseam_facilityd_scheduler_unreachable 0\n")
+
+	// a webhook without the token, or with another, is refused and
+	// nothing moves: no hold, no drain in Slurm
+	before, err := slurm.Status(ctx, mb)
+	require.NoError(t, err)
+	forged := `{"version":"4","status":"firing","alerts":[{"status":"firing","labels":{"alertname":"SeamCoolingRedundancyLost","domain":"cooling_loop=l2"},"fingerprint":"forged"}]}`
+	for _, bearer := range []string{"", "reader-token-of-the-e2e-test", "a-guess-at-the-webhook-token"} {
+		req, err := http.NewRequest(http.MethodPost, base+"/v1/alertmanager", strings.NewReader(forged))
+		require.NoError(t, err)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "bearer %q", bearer)
+	}
+	assert.Empty(t, status().Holds, "a refused webhook holds nothing")
+	st, err := slurm.Status(ctx, mb)
+	require.NoError(t, err)
+	for _, n := range mb {
+		require.Equal(t, before.Nodes[n].Drained, st.Nodes[n].Drained, "%s: a refused webhook changes nothing in Slurm", n)
+		require.Equal(t, before.Nodes[n].Reason, st.Nodes[n].Reason, "%s: a refused webhook changes nothing in Slurm", n)
+	}
 
 	// the pump trips
 	tripped := time.Now()
@@ -242,7 +284,7 @@ scrape_configs:
 		return true
 	}, 30*time.Second, 100*time.Millisecond, "l2's nodes drained")
 	t.Logf("pump trip to every node of mb drained: %s (the CDU confirms the redundancy loss after 2 s of site time)", drainedAt.Sub(tripped).Round(time.Millisecond))
-	st, err := slurm.Status(ctx, all)
+	st, err = slurm.Status(ctx, all)
 	require.NoError(t, err)
 	for _, n := range all {
 		ns := st.Nodes[n]
@@ -286,7 +328,7 @@ scrape_configs:
 
 	owner := string(drain.FacilityOwner(alarm.CoolingRedundancyLost, alarm.Domain{Kind: alarm.CoolingLoop, Value: "l2"}))
 	approve := func() (int, string) {
-		out, err := peer.Run(60*time.Second, fd, "approve", "--addr", "http://"+fdAddr, "--action", "release", "--owner", owner,
+		out, err := peer.Run(60*time.Second, fd, "approve", "--addr", base, "--ca", crt, "--token-file", readerToken, "--action", "release", "--owner", owner,
 			"--by", "alice", "--key", key, "--why", "pump 1 of l2's CDU 1 replaced")
 		code := 0
 		if err != nil {
@@ -351,10 +393,33 @@ scrape_configs:
 	require.NoError(t, err, "a journal cut off by a kill verifies up to its last record")
 }
 
-func httpOK(url string) func(context.Context) error {
+// tlsClient trusts the certificate at crt.
+func tlsClient(t *testing.T, crt string) *http.Client {
+	pem, err := os.ReadFile(crt)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pem))
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// readerGet is a GET with the reader token in tokenFile.
+func readerGet(c *http.Client, url, tokenFile string) (*http.Response, error) {
+	tok, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	return c.Do(req)
+}
+
+func httpOK(c *http.Client, url string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := c.Do(req)
 		if err != nil {
 			return err
 		}

@@ -170,7 +170,7 @@ func (v Verifier) Verify(s Signed, now time.Time) (Approval, error) {
 		return Approval{}, fmt.Errorf("request signature is for namespace %q, not %q: it was made for another purpose", sig.Namespace, Namespace)
 	}
 	if !v.allows(sig.PublicKey, r.By, now) {
-		return Approval{}, fmt.Errorf("key %s is not listed for %s in %s (namespace %s)", fp, r.By, v.Allowed.File, Namespace)
+		return Approval{}, fmt.Errorf("key %s is not listed for %s among the allowed signers (namespace %s)", fp, r.By, Namespace) // no server path in an answer
 	}
 	if err := sshsig.Verify(bytes.NewReader(s.Request), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
 		return Approval{}, fmt.Errorf("request signature by %s does not match the request (tampered or for other content): %w", fp, err)

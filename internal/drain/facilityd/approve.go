@@ -38,8 +38,9 @@ send both with --request FILE --signature FILE.sig.`
 
 func runApprove(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("--action ACTION --by NAME (--key FILE | --request F --signature F.sig) [flags]", flag.ContinueOnError)
-	var addr, action, owner, domain, nodes, until, why, by, key, site, writeReq, reqFile, sigFile, passEnv string
-	fs.StringVar(&addr, "addr", "http://127.0.0.1:9469", "facilityd's address")
+	var action, owner, domain, nodes, until, why, by, key, site, writeReq, reqFile, sigFile, passEnv string
+	var cf clientFlags
+	cf.register(fs)
 	fs.StringVar(&action, "action", "release", "release, hold, drain (a drain the storm guard refused), suppress, unsuppress")
 	fs.StringVar(&owner, "owner", "", "the hold's owner: facility:TYPE:DOMAIN, maintenance:ID, burnin:ID, rma:ID, person:NAME")
 	fs.StringVar(&domain, "domain", "", "hold or suppress: the domain (cooling_loop=l2, module=mb)")
@@ -72,7 +73,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 		signed = drain.Signed{Request: bytes.TrimRight(req, "\n"), Signature: string(sig)}
 	} else {
 		if site == "" {
-			doc, _, err := fetchStatus(addr)
+			doc, _, err := fetchStatus(cf)
 			if err != nil {
 				return program.Fail(stderr, "approve", fs, fmt.Errorf("the site is not given and cannot be asked: %w", err))
 			}
@@ -114,7 +115,7 @@ func runApprove(args []string, stdout, stderr io.Writer) int {
 			return program.Fail(stderr, "approve", fs, err)
 		}
 	}
-	return send(addr, signed, stdout, stderr)
+	return send(cf, signed, stdout, stderr)
 }
 
 func parseUntil(s string, now time.Time) (time.Time, error) {
@@ -128,10 +129,9 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-func send(addr string, s drain.Signed, stdout, stderr io.Writer) int {
+func send(cf clientFlags, s drain.Signed, stdout, stderr io.Writer) int {
 	body, _ := json.Marshal(s)
-	c := &http.Client{Timeout: 2 * time.Minute}
-	resp, err := c.Post(strings.TrimRight(addr, "/")+"/v1/requests", "application/json", bytes.NewReader(body))
+	resp, err := cf.post("/v1/requests", bytes.NewReader(body), 2*time.Minute)
 	if err != nil {
 		fmt.Fprintf(stderr, "facilityd approve: %v\n", err)
 		return cli.ExitTool

@@ -26,6 +26,10 @@ type Config struct {
 	// StateDir keeps state.json and the journals.
 	StateDir string `json:"state_dir"`
 	Listen   string `json:"listen"` // HTTP: /metrics, /healthz, /readyz, the API, the webhook
+	// Auth and TLS are the listener's doors (auth.go): required beyond
+	// loopback.
+	Auth AuthConfig `json:"auth"`
+	TLS  *TLSConfig `json:"tls,omitempty"`
 
 	Scheduler SchedulerConfig `json:"scheduler"`
 	Poll      PollConfig      `json:"poll"`
@@ -153,6 +157,9 @@ type HeartbeatConfig struct {
 	Timeout Duration `json:"timeout"`
 	Device  string   `json:"device,omitempty"`
 	Point   string   `json:"point,omitempty"`
+	// TokenFile holds this controller's own bearer token for POST
+	// /v1/heartbeats/NAME: a stolen one beats for it alone.
+	TokenFile string `json:"token_file,omitempty"`
 }
 
 // PointConfig is an extra alarm point.
@@ -287,6 +294,7 @@ func (c *Config) check() error {
 			errs = append(errs, fmt.Errorf("heartbeats[%d] %s: a device counter needs both device and point", i, h.Name))
 		}
 	}
+	errs = append(errs, c.checkDoors()...)
 	if c.Traps != nil {
 		for i, r := range c.Traps.Rules {
 			if _, ok := alarm.Lookup(r.Type); !ok || r.OID == "" {

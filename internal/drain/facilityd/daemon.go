@@ -49,6 +49,7 @@ type Daemon struct {
 	Beats     *alarm.Beats
 	Deadlines *alarm.Deadlines
 	Webhook   *alarm.Webhook
+	doors     *doors // the HTTP interface's tokens
 	Traps     *trap.Receiver
 	Poller    *poll.Poller
 	Metrics   *Metrics
@@ -133,6 +134,11 @@ func New(cfg *Config, opt Options) (*Daemon, error) {
 	if d.Clock == nil {
 		d.Clock = clock.Real{}
 	}
+	doors, err := loadDoors(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.doors = doors
 	if d.lookupEnv == nil {
 		d.lookupEnv = os.LookupEnv
 	}

@@ -54,14 +54,20 @@ func TestDeployFiles(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ body, want string }{
-		"unknown field":  {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "slurm"}, "stromm": {}}`, `unknown field "stromm"`},
-		"syntax":         {"{\n\"contracts\": \"x\",,\n}", "f.json:2:"},
-		"no contracts":   {`{"state_dir": "s", "scheduler": {"kind": "slurm"}}`, "contracts: the site's contract directory is needed"},
-		"unknown kind":   {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "pbs"}}`, `scheduler.kind "pbs": slurm, kubernetes or none`},
-		"unknown type":   {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"pump_on_fire": "drain"}}`, `actions: "pump_on_fire" is no alarm type`},
-		"bad action":     {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"leak_detected": "kill"}}`, `"kill", want drain or notify`},
-		"bad duration":   {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "clear_for": "5 minutes"}`, `time: unknown unit`},
-		"bad intake":     {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "intake": {"leak_detected": "smoke"}}`, `want direct, alertmanager or both`},
+		"unknown field": {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "slurm"}, "stromm": {}}`, `unknown field "stromm"`},
+		"syntax":        {"{\n\"contracts\": \"x\",,\n}", "f.json:2:"},
+		"no contracts":  {`{"state_dir": "s", "scheduler": {"kind": "slurm"}}`, "contracts: the site's contract directory is needed"},
+		"unknown kind":  {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "pbs"}}`, `scheduler.kind "pbs": slurm, kubernetes or none`},
+		"unknown type":  {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"pump_on_fire": "drain"}}`, `actions: "pump_on_fire" is no alarm type`},
+		"bad action":    {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"leak_detected": "kill"}}`, `"kill", want drain or notify`},
+		"bad duration":  {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "clear_for": "5 minutes"}`, `time: unknown unit`},
+		"bad intake":    {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "intake": {"leak_detected": "smoke"}}`, `want direct, alertmanager or both`},
+		"open beyond loopback": {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "listen": "0.0.0.0:9469",
+			"heartbeats": [{"name": "bms-mb", "module": "mb", "timeout": "5s"}]}`,
+			"listen 0.0.0.0:9469 is beyond loopback, where every door needs TLS and a token: set tls.cert_file and tls.key_file, auth.webhook_token_file, auth.reader_token_file, heartbeats[bms-mb].token_file"},
+		"tokens without TLS": {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "listen": ":9469",
+			"auth": {"webhook_token_file": "w", "reader_token_file": "r"}}`, "set tls.cert_file and tls.key_file (docs/facilityd.md, Doors)"},
+		"half TLS":       {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "tls": {"cert_file": "c"}}`, "tls: cert_file and key_file are both needed"},
 		"half heartbeat": {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "heartbeats": [{"name": "c", "module": "mb", "timeout": "5s", "device": "ctl-mb"}]}`, "needs both device and point"},
 	} {
 		_, err := facilityd.ParseConfig("f.json", []byte(tc.body))

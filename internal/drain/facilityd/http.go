@@ -22,13 +22,17 @@ import (
 //	POST /v1/alertmanager        Alertmanager's webhook (payload version 4)
 //	POST /v1/requests            a signed request (facilityd approve)
 //	POST /v1/heartbeats/{name}   a controller's heartbeat
+//
+// The webhook takes the webhook token, a heartbeat its controller's
+// token, /metrics and /v1/status the reader token (auth.go); a request
+// is SSH-signed; /healthz and /readyz are open (probes).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", d.guard("metrics", d.doors.reader, promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", d.healthz)
 	mux.HandleFunc("GET /readyz", d.readyz)
-	mux.HandleFunc("GET /v1/status", d.status)
-	mux.Handle("/v1/alertmanager", d.Webhook)
+	mux.Handle("GET /v1/status", d.guard("status", d.doors.reader, http.HandlerFunc(d.status)))
+	mux.Handle("/v1/alertmanager", d.guard("alertmanager", d.doors.webhook, d.Webhook))
 	mux.HandleFunc("POST /v1/requests", d.request)
 	mux.HandleFunc("POST /v1/heartbeats/{name}", d.heartbeat)
 	return mux
@@ -124,7 +128,16 @@ func (d *Daemon) request(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) heartbeat(w http.ResponseWriter, r *http.Request) {
-	if err := d.Beats.Beat(r.PathValue("name"), d.Clock.Now()); err != nil {
+	name := r.PathValue("name")
+	if t, ok := d.doors.beats[name]; ok && !t.allows(r) {
+		// a controller's own token: another's beats for it alone
+		d.Metrics.Refused("heartbeat", "token")
+		d.Log.Warn("heartbeat refused: no or a wrong bearer token", "controller", name, "remote", r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="facilityd"`)
+		http.Error(w, "facilityd: the heartbeat of "+name+" needs its controller's bearer token", http.StatusUnauthorized)
+		return
+	}
+	if err := d.Beats.Beat(name, d.Clock.Now()); err != nil {
 		d.Metrics.Refused("heartbeat", "unknown")
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return

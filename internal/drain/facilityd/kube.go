@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -125,13 +124,16 @@ func runKubernetes(ctx context.Context, cfg *Config, kd *kube.Drainer, cs k8s.In
 		RetryPeriod: k.RetryPeriod.D(0), Log: log.With("part", "election")}
 	kd.Fence = el
 	var handler atomic.Pointer[http.Handler]
-	follower := followerHandler(id)
-	handler.Store(&follower)
-	ln, err := net.Listen("tcp", cfg.Listen)
+	reader, err := readToken("auth.reader_token_file", cfg.Path(cfg.Auth.ReaderTokenFile))
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		return err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }), ReadHeaderTimeout: 10 * time.Second}
+	follower := followerHandler(id, reader, log)
+	handler.Store(&follower)
+	srv, ln, err := Listen(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
+	if err != nil {
+		return err
+	}
 	go func() { _ = srv.Serve(ln) }()
 	defer func() {
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -203,12 +205,12 @@ func lead(ctx context.Context, cfg *Config, kd *kube.Drainer, cs k8s.Interface, 
 // process's metrics (so Prometheus' up stays 1 and SeamFacilitydDown
 // pages only for a replica that is down), 503 for the rest (/readyz
 // too: the Service routes to the leader).
-func followerHandler(id string) http.Handler {
+func followerHandler(id string, reader *token, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "ok: %s follows\n", id) })
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", guard("metrics", reader, log, func() {}, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, id+" is a follower: the leader takes requests (a Service routes to the ready replica)", http.StatusServiceUnavailable)
 	})

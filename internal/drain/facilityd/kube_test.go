@@ -3,6 +3,7 @@ package facilityd
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"log/slog"
@@ -181,20 +182,27 @@ func TestKubeconfigFlagNeedsKubernetes(t *testing.T) {
 // TestFollowerHandler: a follower is alive and scraped, but not ready,
 // and takes no webhook or request.
 func TestFollowerHandler(t *testing.T) {
-	h := followerHandler("facilityd-1")
+	const reader = "reader-token-of-the-test"
+	h := followerHandler("facilityd-1", &token{sum: sha256.Sum256([]byte(reader))}, slog.New(slog.DiscardHandler))
 	for _, tc := range []struct {
-		method, path string
-		code         int
-		body         string
+		method, path, bearer string
+		code                 int
+		body                 string
 	}{
-		{"GET", "/healthz", 200, "facilityd-1 follows"},
-		{"GET", "/metrics", 200, "go_goroutines"},
-		{"GET", "/readyz", 503, "follower"},
-		{"POST", "/v1/alertmanager", 503, "the leader takes requests"},
-		{"POST", "/v1/requests", 503, "follower"},
+		{"GET", "/healthz", "", 200, "facilityd-1 follows"},
+		{"GET", "/metrics", reader, 200, "go_goroutines"},
+		{"GET", "/metrics", "", 401, "metrics needs its bearer token"},
+		{"GET", "/metrics", "not-the-reader-token", 401, "metrics needs its bearer token"},
+		{"GET", "/readyz", "", 503, "follower"},
+		{"POST", "/v1/alertmanager", "", 503, "the leader takes requests"},
+		{"POST", "/v1/requests", "", 503, "follower"},
 	} {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		if tc.bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.bearer)
+		}
+		h.ServeHTTP(rec, req)
 		require.Equal(t, tc.code, rec.Code, tc.path)
 		require.Contains(t, rec.Body.String(), tc.body, tc.path)
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -119,11 +117,10 @@ func run(ctx context.Context, cfg *Config, fs *flag.FlagSet, f runFlags, stdout,
 	if once {
 		return d.drill(ctx, obs, stdout)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	srv, ln, err := Listen(cfg, d.Handler())
 	if err != nil {
-		return program.Fail(stderr, "run", fs, fmt.Errorf("listen %s: %w", cfg.Listen, err))
+		return program.Fail(stderr, "run", fs, err)
 	}
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	d.Log.Info("serving", "address", ln.Addr().String(), "version", version.Version)
 	go func() {

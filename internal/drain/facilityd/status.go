@@ -20,15 +20,15 @@ func init() {
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("[--addr URL] [--json]", flag.ContinueOnError)
-	var addr string
+	fs := flag.NewFlagSet("[--addr URL] [--ca FILE] [--token-file FILE] [--json]", flag.ContinueOnError)
+	var cf clientFlags
 	var asJSON bool
-	fs.StringVar(&addr, "addr", "http://127.0.0.1:9469", "facilityd's address")
+	cf.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "print /v1/status as it is")
 	if _, err := cli.Parse(fs, args); err != nil {
 		return program.Fail(stderr, "status", fs, err)
 	}
-	doc, raw, err := fetchStatus(addr)
+	doc, raw, err := fetchStatus(cf)
 	if err != nil {
 		return program.Fail(stderr, "status", fs, err)
 	}
@@ -40,17 +40,19 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	return cli.ExitOK
 }
 
-func fetchStatus(addr string) (*StatusDoc, []byte, error) {
-	c := &http.Client{Timeout: 10 * time.Second}
-	url := strings.TrimRight(addr, "/") + "/v1/status"
-	resp, err := c.Get(url)
+func fetchStatus(cf clientFlags) (*StatusDoc, []byte, error) {
+	url := strings.TrimRight(cf.addr, "/") + "/v1/status"
+	resp, err := cf.get("/v1/status", 10*time.Second)
 	if err != nil {
-		return nil, nil, fmt.Errorf("facilityd at %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("facilityd at %s: %w", cf.addr, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return nil, nil, fmt.Errorf("%s: %s: give the reader token's file (--token-file)", url, resp.Status)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(raw)))
