@@ -1,6 +1,7 @@
 package alarm_test
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -151,6 +152,58 @@ var t0 = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 func obs(src string, active bool, at time.Duration) alarm.Observation {
 	return alarm.Observation{Type: alarm.CoolingRedundancyLost, Domain: alarm.Domain{Kind: alarm.CoolingLoop, Value: "l2"}, Active: active,
 		Kind: alarm.FromDevice, Source: src, At: t0.Add(at)}
+}
+
+// A storm of Alertmanager alerts for one alarm lists at most
+// MaxAlertSources of them and counts the rest, in time linear in the
+// alerts: the alarm stays active until the last alert resolves, and a
+// device that says active keeps it so whatever the alerts say.
+func TestStreamBoundsAlertSources(t *testing.T) {
+	s := alarm.NewStream()
+	alert := func(i int, active bool) alarm.Observation {
+		o := obs(fmt.Sprintf("fp-%05d", i), active, time.Duration(i)*time.Millisecond)
+		o.Kind = alarm.FromAlertmanager
+		return o
+	}
+	const n = 20000
+	for i := range n {
+		ev := s.Observe(alert(i, true))
+		if i == 0 {
+			require.Equal(t, alarm.Raised, ev.Change)
+		}
+	}
+	a, _ := s.Get(alarm.CoolingRedundancyLost, alarm.Domain{Kind: alarm.CoolingLoop, Value: "l2"})
+	assert.Len(t, a.Sources, alarm.MaxAlertSources)
+	assert.Equal(t, n-alarm.MaxAlertSources, a.SourcesMore)
+	require.Equal(t, alarm.Seen, s.Observe(obs("cdu-l2/redundancy-lost", true, time.Hour)).Change, "a device too")
+	a, _ = s.Get(alarm.CoolingRedundancyLost, alarm.Domain{Kind: alarm.CoolingLoop, Value: "l2"})
+	assert.Contains(t, a.Sources, "device:cdu-l2/redundancy-lost", "a device is always listed")
+	for i := range n {
+		require.Equal(t, alarm.Seen, s.Observe(alert(n-1-i, false)).Change, "resolve %d of %d: the device still says active", i+1, n)
+	}
+	a, _ = s.Get(alarm.CoolingRedundancyLost, alarm.Domain{Kind: alarm.CoolingLoop, Value: "l2"})
+	assert.Equal(t, []string{"device:cdu-l2/redundancy-lost"}, a.Sources)
+	assert.Zero(t, a.SourcesMore)
+	assert.Equal(t, alarm.Cleared, s.Observe(obs("cdu-l2/redundancy-lost", false, 2*time.Hour)).Change)
+
+	// alerts only: active until the last one resolves, whichever order
+	for i := range n {
+		s.Observe(alert(i, true))
+	}
+	for i := range n - 1 {
+		require.Equal(t, alarm.Seen, s.Observe(alert(i, false)).Change, "resolve %d", i)
+	}
+	assert.Equal(t, alarm.Cleared, s.Observe(alert(n-1, false)).Change)
+	// restored after a restart: listed and counted alike
+	for i := range 100 {
+		s.Observe(alert(i, true))
+	}
+	r := alarm.NewStream()
+	r.Restore(s.Snapshot())
+	for i := range 99 {
+		require.Equal(t, alarm.Seen, r.Observe(alert(i, false)).Change)
+	}
+	assert.Equal(t, alarm.Cleared, r.Observe(alert(99, false)).Change)
 }
 
 // One alarm per (domain, type) over every source: active while any

@@ -38,23 +38,38 @@ type Observation struct {
 // SourceID is the observation's source, kind:source.
 func (o Observation) SourceID() string { return string(o.Kind) + ":" + o.Source }
 
+// alertSourcePrefix begins the SourceID of an Alertmanager alert.
+const alertSourcePrefix = string(FromAlertmanager) + ":"
+
 // Alarm is one (domain, type) merged over every source that reports it.
 type Alarm struct {
 	Type     Type     `json:"type"`
 	Domain   Domain   `json:"domain"`
 	Severity Severity `json:"-"`
 	Active   bool     `json:"active"`
-	// Sources are the sources that report it active now.
-	Sources   []string    `json:"sources,omitempty"`
-	FirstSeen time.Time   `json:"first_seen"`
-	LastSeen  time.Time   `json:"last_seen"`        // the last observation of it active
-	Cleared   time.Time   `json:"cleared,omitzero"` // when it last cleared; zero while active
-	Raises    []time.Time `json:"raises,omitempty"` // recent raises, for flap damping
-	Detail    string      `json:"detail,omitempty"`
+	// Sources are the sources that report it active now: every device,
+	// trap, heartbeat and facilityd source, and at most MaxAlertSources
+	// of Alertmanager's; SourcesMore counts the Alertmanager alerts past
+	// that (a storm of 60,000 alerts for one alarm is one alarm).
+	Sources     []string    `json:"sources,omitempty"`
+	SourcesMore int         `json:"sources_more,omitempty"`
+	FirstSeen   time.Time   `json:"first_seen"`
+	LastSeen    time.Time   `json:"last_seen"`        // the last observation of it active
+	Cleared     time.Time   `json:"cleared,omitzero"` // when it last cleared; zero while active
+	Raises      []time.Time `json:"raises,omitempty"` // recent raises, for flap damping
+	Detail      string      `json:"detail,omitempty"`
 }
 
 // maxRaises bounds the raises an alarm remembers.
 const maxRaises = 32
+
+// MaxAlertSources bounds the Alertmanager alerts an alarm lists by
+// fingerprint; past it they are counted (Alarm.SourcesMore). An alert
+// counted so is cleared by any resolved alert the alarm does not list:
+// the webhook takes each alert's transition once (its fingerprint and
+// status are remembered), so a count neither grows nor shrinks twice
+// for one alert.
+const MaxAlertSources = 64
 
 // Change is what an observation did to its alarm.
 type Change int
@@ -82,7 +97,8 @@ type key struct {
 
 type entry struct {
 	Alarm
-	sources map[string]bool // source → active
+	sources map[string]bool // source → active: the listed ones
+	alerts  int             // of them, Alertmanager's
 }
 
 // Stream merges observations into alarms, deduplicated by (domain,
@@ -116,25 +132,20 @@ func (s *Stream) Observe(o Observation) Event {
 		s.alarms[k] = e
 	}
 	was := e.Active
-	id := o.SourceID()
-	_, had := e.sources[id]
 	if o.Active {
-		e.sources[id] = true
 		e.LastSeen = o.At
 		if o.Detail != "" {
 			e.Detail = o.Detail
 		}
-	} else {
-		delete(e.sources, id)
 	}
-	e.Active = len(e.sources) > 0
-	if had != o.Active { // the set of sources changed
+	if e.track(o) { // the listed sources changed: at most a few dozen
 		e.Sources = e.Sources[:0]
 		for src := range e.sources {
 			e.Sources = append(e.Sources, src)
 		}
 		slices.Sort(e.Sources)
 	}
+	e.Active = len(e.sources) > 0 || e.SourcesMore > 0
 	change := Seen
 	switch {
 	case e.Active && !was:
@@ -146,6 +157,35 @@ func (s *Stream) Observe(o Observation) Event {
 		e.Cleared = o.At
 	}
 	return Event{Change: change, Alarm: e.copy(), Observation: o}
+}
+
+// track applies o to the alarm's sources, listed or counted, and
+// reports whether the listed ones changed.
+func (e *entry) track(o Observation) bool {
+	id := o.SourceID()
+	alert := o.Kind == FromAlertmanager
+	_, listed := e.sources[id]
+	switch {
+	case o.Active && listed, !o.Active && !listed && !alert:
+		return false
+	case o.Active && alert && e.alerts >= MaxAlertSources:
+		e.SourcesMore++
+		return false
+	case !o.Active && !listed: // an alert counted, not listed
+		e.SourcesMore = max(e.SourcesMore-1, 0)
+		return false
+	case o.Active:
+		e.sources[id] = true
+		if alert {
+			e.alerts++
+		}
+	default:
+		delete(e.sources, id)
+		if alert {
+			e.alerts--
+		}
+	}
+	return true
 }
 
 func (s *Stream) recent(ts []time.Time, now time.Time) []time.Time {
@@ -219,8 +259,11 @@ func (s *Stream) Restore(alarms []Alarm) {
 		e.Severity = severityOf(a.Type)
 		for _, src := range a.Sources {
 			e.sources[src] = true
+			if strings.HasPrefix(src, alertSourcePrefix) {
+				e.alerts++
+			}
 		}
-		e.Active = len(e.sources) > 0
+		e.Active = len(e.sources) > 0 || e.SourcesMore > 0
 		s.alarms[key{a.Type, a.Domain}] = e
 	}
 }

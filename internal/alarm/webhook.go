@@ -68,9 +68,25 @@ type Webhook struct {
 	Log    *slog.Logger
 	// MaxBody bounds a payload (default 4 MiB).
 	MaxBody int64
+	// DedupTTL is how long an alert's taken transition is remembered
+	// after it was last delivered (default DefaultDedupTTL): at least
+	// Alertmanager's repeat_interval, as a firing alert carries no
+	// endsAt and is sent again each repeat_interval while it fires.
+	DedupTTL time.Duration
 
-	mu   sync.Mutex
-	seen map[string]string // fingerprint → status@startsAt taken
+	mu    sync.Mutex
+	seen  map[string]seenAlert // by fingerprint
+	swept time.Time
+}
+
+// DefaultDedupTTL outlasts Alertmanager's default repeat_interval (4h).
+const DefaultDedupTTL = 6 * time.Hour
+
+// seenAlert is an alert's transition taken (status@startsAt) and when it
+// was last delivered.
+type seenAlert struct {
+	mark string
+	last time.Time
 }
 
 // WebhookResult is the webhook's answer body.
@@ -176,7 +192,7 @@ func (w *Webhook) Take(msg *WebhookMessage) (WebhookResult, error) {
 			continue
 		}
 		mark := a.Status + "@" + a.StartsAt.UTC().Format(time.RFC3339Nano)
-		if w.taken(a.Fingerprint) == mark {
+		if w.taken(a.Fingerprint, mark, now()) {
 			res.Repeated++
 			continue
 		}
@@ -187,7 +203,7 @@ func (w *Webhook) Take(msg *WebhookMessage) (WebhookResult, error) {
 				w.Reject("unmapped", err)
 			}
 			res.Refused = append(res.Refused, fmt.Sprintf("%s (%s): %v", a.Labels["alertname"], a.Fingerprint, err))
-			w.remember(a.Fingerprint, mark) // a resend cannot fix it
+			w.remember(a.Fingerprint, mark, now()) // a resend cannot fix it
 			continue
 		}
 		if err := w.Sink(o); err != nil {
@@ -199,25 +215,56 @@ func (w *Webhook) Take(msg *WebhookMessage) (WebhookResult, error) {
 				w.Reject("refused", err)
 			}
 		}
-		w.remember(a.Fingerprint, mark)
+		w.remember(a.Fingerprint, mark, now())
 		res.Taken++
 	}
 	return res, nil
 }
 
-func (w *Webhook) taken(fp string) string {
+// taken reports whether the alert's transition was taken, and notes
+// that it was delivered again.
+func (w *Webhook) taken(fp, mark string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.seen[fp]
+	s, ok := w.seen[fp]
+	if !ok || s.mark != mark || now.Sub(s.last) > w.ttl() {
+		return false
+	}
+	w.seen[fp] = seenAlert{mark, now}
+	return true
 }
 
-func (w *Webhook) remember(fp, mark string) {
+func (w *Webhook) remember(fp, mark string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.seen == nil {
-		w.seen = map[string]string{}
+		w.seen = map[string]seenAlert{}
 	}
-	w.seen[fp] = mark
+	w.seen[fp] = seenAlert{mark, now}
+	// forget what was not delivered for a TTL, a sweep each tenth of
+	// it: the memory is the alerts of the last TTL, not of all time
+	if now.Sub(w.swept) >= w.ttl()/10 {
+		for k, s := range w.seen {
+			if now.Sub(s.last) > w.ttl() {
+				delete(w.seen, k)
+			}
+		}
+		w.swept = now
+	}
+}
+
+func (w *Webhook) ttl() time.Duration {
+	if w.DedupTTL > 0 {
+		return w.DedupTTL
+	}
+	return DefaultDedupTTL
+}
+
+// Remembered is how many alerts' transitions the webhook remembers.
+func (w *Webhook) Remembered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
 }
 
 // observation maps an alert: its type from seam_alarm or its alertname,

@@ -228,3 +228,34 @@ receivers:
 	_, err = dead.Matching(context.Background(), alarm.LeakDetected, l2)
 	assert.Error(t, err, "an Alertmanager that cannot be read is an error, never a silence")
 }
+
+// The webhook remembers an alert's taken transition while Alertmanager
+// keeps delivering it, and forgets it a DedupTTL after the last
+// delivery: 100,000 distinct alerts over time leave only those of the
+// last TTL remembered.
+func TestWebhookForgets(t *testing.T) {
+	var s sink
+	w := newWebhook(t, &s)
+	now := t0
+	w.Now = func() time.Time { return now }
+	w.DedupTTL = time.Hour
+	msg := func(fp string) *alarm.WebhookMessage {
+		return &alarm.WebhookMessage{Version: "4", Alerts: []alarm.WebhookAlert{{Status: "firing", Fingerprint: fp, StartsAt: t0,
+			Labels: map[string]string{"alertname": "SeamCoolingRedundancyLost", "domain": "cooling_loop=l2"}}}}
+	}
+	take := func(fp string) alarm.WebhookResult {
+		res, err := w.Take(msg(fp))
+		require.NoError(t, err)
+		return res
+	}
+	require.Equal(t, 1, take("steady").Taken)
+	for i := range 100000 {
+		now = t0.Add(time.Duration(i) * 360 * time.Millisecond) // ten hours in all
+		take(fmt.Sprintf("storm-%06d", i))
+		if i%5000 == 0 {
+			require.Equal(t, 1, take("steady").Repeated, "delivered every 30 minutes: remembered")
+		}
+	}
+	assert.LessOrEqual(t, w.Remembered(), 11001, "an hour of alerts (10,000), a tenth more between sweeps, and the steady one; not 100,000")
+	assert.Equal(t, 1, take("storm-000000").Taken, "forgotten after its TTL: taken again")
+}

@@ -107,7 +107,11 @@ func (c *Controller) releaseBlockers(h *hold.Hold) []string {
 		case a.Type == alarm.DeviceSilent:
 			why = append(why, fmt.Sprintf("a device of %s is silent, so its alarms are unknown: %s", d, a.Detail))
 		case c.ActionFor(a.Type) == Drain:
-			why = append(why, fmt.Sprintf("%s is active for %s (since %s, from %s)", a.Type, d, latestRaise(a).UTC().Format(time.RFC3339), strings.Join(a.Sources, ", ")))
+			from := strings.Join(a.Sources, ", ")
+			if a.SourcesMore > 0 {
+				from += fmt.Sprintf(" and %d more alerts", a.SourcesMore)
+			}
+			why = append(why, fmt.Sprintf("%s is active for %s (since %s, from %s)", a.Type, d, latestRaise(a).UTC().Format(time.RFC3339), from))
 		}
 	}
 	a, ok := c.stream.Get(t, d)

@@ -52,6 +52,10 @@ type Config struct {
 	Traps      *TrapsConfig     `json:"traps,omitempty"`
 	// Alertmanager is its base URL, for silences ("" reads none).
 	Alertmanager string `json:"alertmanager,omitempty"`
+	// DedupTTL is how long an Alertmanager alert facilityd took is
+	// remembered after its last delivery (default 6h): at least the
+	// receiver's repeat_interval.
+	DedupTTL Duration `json:"dedup_ttl,omitempty"`
 	// Heartbeats of vendor controllers.
 	Heartbeats []HeartbeatConfig `json:"heartbeats,omitempty"`
 	// Points adds alarm points the contract's channels do not bind.

@@ -331,7 +331,8 @@ func (d *Daemon) buildSources() error {
 		}
 	}
 	d.Webhook = &alarm.Webhook{Domains: d.Index, Sink: d.webhookSink, Watchdog: d.watchdog, Now: d.Clock.Now, Log: d.Log.With("source", "alertmanager"),
-		Reject: func(reason string, err error) { d.Metrics.Refused("alertmanager", reason) }}
+		DedupTTL: d.Cfg.DedupTTL.D(0),
+		Reject:   func(reason string, err error) { d.Metrics.Refused("alertmanager", reason) }}
 	if err := d.buildPoller(); err != nil {
 		return err
 	}

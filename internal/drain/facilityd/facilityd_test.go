@@ -75,7 +75,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func demoConfig(t *testing.T, extra string) string {
+func demoConfig(t testing.TB, extra string) string {
 	dir := t.TempDir()
 	root := peer.Root(t)
 	body := `{"contracts": "` + filepath.Join(root, "contracts/examples/threemodule") + `", "state_dir": "` + filepath.Join(dir, "state") + `",
