@@ -60,6 +60,9 @@ type Webhook struct {
 	// makes the answer 503 (Alertmanager retries), any other is counted
 	// and the alert dropped.
 	Sink func(Observation) error
+	// Taken, when set, is called once a delivery's alerts are all
+	// sunk, before the answer: the sink's owner makes them durable.
+	Taken func()
 	// Watchdog is called for every delivery of the Watchdog alert.
 	Watchdog func(at time.Time)
 	// Reject is called for each alert or payload refused, with why.
@@ -174,6 +177,9 @@ func ParseWebhook(body []byte) (*WebhookMessage, error) {
 // retried; alerts already taken are skipped on the retry).
 func (w *Webhook) Take(msg *WebhookMessage) (WebhookResult, error) {
 	var res WebhookResult
+	if w.Taken != nil {
+		defer w.Taken()
+	}
 	if msg.TruncatedAlerts > 0 {
 		w.log().Warn("Alertmanager truncated the group: raise max_alerts on facilityd's receiver", "truncated_alerts", msg.TruncatedAlerts, "group_key", msg.GroupKey)
 	}

@@ -304,6 +304,15 @@ func (c *Controller) persist() error {
 	return err
 }
 
+// Persist makes the state durable now, the alarms with it: the webhook
+// answers once the alarms it changed are (a crash after the answer
+// replays them at Start).
+func (c *Controller) Persist() error {
+	c.lock()
+	defer c.unlock()
+	return c.persist()
+}
+
 // stillLeads saves the state before the ledger writes anything: a
 // replica another has fenced learns it before it touches the scheduler
 // (the intent first). Only a fence refuses: a disk that fails must not

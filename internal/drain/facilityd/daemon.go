@@ -49,7 +49,8 @@ type Daemon struct {
 	Beats     *alarm.Beats
 	Deadlines *alarm.Deadlines
 	Webhook   *alarm.Webhook
-	doors     *doors // the HTTP interface's tokens
+	doors     *doors  // the HTTP interface's tokens
+	in        *intake // the order events are handled in
 	Traps     *trap.Receiver
 	Poller    *poll.Poller
 	Metrics   *Metrics
@@ -123,7 +124,7 @@ type Shared struct {
 
 // New loads the site and builds the daemon; nothing runs yet.
 func New(cfg *Config, opt Options) (*Daemon, error) {
-	d := &Daemon{Cfg: cfg, Log: opt.Log, Clock: opt.Clock, Metrics: NewMetrics(), Stream: alarm.NewStream(), lookupEnv: opt.LookupEnv, dryRun: opt.DryRun}
+	d := &Daemon{Cfg: cfg, Log: opt.Log, Clock: opt.Clock, Metrics: NewMetrics(), Stream: alarm.NewStream(), in: newIntake(), lookupEnv: opt.LookupEnv, dryRun: opt.DryRun}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -297,7 +298,7 @@ func (d *Daemon) buildController(opt Options) error {
 		journal = &printJournal{w: opt.Out}
 	}
 	d.Ctl = drain.New(pcfg, drain.Deps{Index: d.Index, Scheduler: d.Sched, Ledger: backend, Epoch: epoch, Leader: leader, Stream: d.Stream, Journal: journal, Store: store,
-		StateStore: shared, Fenced: fenced, State: st, Clock: d.Clock, Log: d.Log.With("part", "drain"), Silences: sil, Raise: d.Observe, Metrics: d.Metrics, Out: opt.Out})
+		StateStore: shared, Fenced: fenced, State: st, Clock: d.Clock, Log: d.Log.With("part", "drain"), Silences: sil, Raise: d.raise, Metrics: d.Metrics, Out: opt.Out})
 	d.Metrics.attach(d.Stream, d.Ctl)
 	if f := d.Cfg.Approvals.AllowedSigners; f != "" {
 		as, err := sign.ReadAllowedSigners(d.Cfg.Path(f))
@@ -330,7 +331,7 @@ func (d *Daemon) buildSources() error {
 			return err
 		}
 	}
-	d.Webhook = &alarm.Webhook{Domains: d.Index, Sink: d.webhookSink, Watchdog: d.watchdog, Now: d.Clock.Now, Log: d.Log.With("source", "alertmanager"),
+	d.Webhook = &alarm.Webhook{Domains: d.Index, Sink: d.webhookSink, Taken: d.webhookTaken, Watchdog: d.watchdog, Now: d.Clock.Now, Log: d.Log.With("source", "alertmanager"),
 		DedupTTL: d.Cfg.DedupTTL.D(0),
 		Reject:   func(reason string, err error) { d.Metrics.Refused("alertmanager", reason) }}
 	if err := d.buildPoller(); err != nil {
@@ -484,7 +485,7 @@ func (d *Daemon) buildDeadlines() {
 	d.Deadlines = alarm.NewDeadlines(exps, func(t alarm.Type, dom alarm.Domain) bool {
 		a, ok := d.Stream.Get(t, dom)
 		return ok && a.Active
-	}, d.Observe)
+	}, d.raise) // from the handler, or its own ticker: queued
 }
 
 // checkMappings reports every alarm point, trap rule and heartbeat whose
@@ -518,30 +519,9 @@ func (d *Daemon) Problems() []string { return slices.Clone(d.problems) }
 
 // Observe is the one intake: every source's observation goes through
 // it into the stream, the deadlines and the controller.
-func (d *Daemon) Observe(o alarm.Observation) {
-	if !d.Cfg.Accepts(o.Type, o.Kind) {
-		d.Log.Debug("observation not taken from this source (intake)", "type", o.Type, "source", o.SourceID())
-		return
-	}
-	d.Metrics.Observed(o)
-	ev := d.Stream.Observe(o)
-	if d.Deadlines != nil {
-		d.Deadlines.Observe(ev)
-	}
-	ctx := context.Background()
-	if p := d.ctx.Load(); p != nil {
-		ctx = *p
-	}
-	d.Ctl.Handle(ctx, ev)
-}
-
-func (d *Daemon) webhookSink(o alarm.Observation) error {
-	if !d.ready.Load() {
-		return fmt.Errorf("facilityd is starting: %w", alarm.ErrTransient)
-	}
-	d.Observe(o)
-	return nil
-}
+// errStarting answers a delivery before facilityd takes alarms: 503,
+// and Alertmanager sends it again.
+var errStarting = fmt.Errorf("facilityd is starting: %w", alarm.ErrTransient)
 
 func (d *Daemon) watchdog(at time.Time) {
 	d.Metrics.Watchdog(at)
@@ -570,6 +550,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() { d.Beats.Run(ctx, d.Clock, time.Second) })
 	g.Go(func() { d.Deadlines.Run(ctx, d.Clock, 100*time.Millisecond) })
 	g.Go(func() { d.loop(ctx) })
+	g.Go(func() { d.handler(ctx) })
 	if d.chem != nil {
 		g.Go(func() { d.chem.run(ctx) })
 	}
