@@ -106,11 +106,11 @@ BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal
 # kube-apiserver, topology labels applied to 1,000 of its nodes and
 # 10,000 nodes' recorded burn-in graded (its 42,535 files written
 # first): once each
-BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore|BenchmarkLedgerContention|BenchmarkLeaderFailover|BenchmarkBurnin288ThroughSlurm|BenchmarkApply1000|BenchmarkRackThroughKubernetes|BenchmarkApplyLabels1000|BenchmarkGradeRecorded10k)$$
+BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore|BenchmarkLedgerContention|BenchmarkLeaderFailover|BenchmarkBurnin288ThroughSlurm|BenchmarkApply1000|BenchmarkRackThroughKubernetes|BenchmarkApplyLabels1000|BenchmarkGradeRecorded10k|BenchmarkWebhookStormSlurm|BenchmarkWebhookMillionAlerts)$$
 bench: build
 	@mkdir -p $(OUT)
 	$(GO) test -run '^$$' -bench . -skip '$(BENCH_ONCE)' -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt
-	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/lifecycle ./internal/drain/kubeha ./internal/burnin ./internal/capping/apply ./internal/burnin/kubeexec ./internal/scheduler/kubernetes ./internal/burnin/recorded | tee -a $(OUT)/bench.txt
+	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/drain/facilityd ./internal/lifecycle ./internal/drain/kubeha ./internal/burnin ./internal/capping/apply ./internal/burnin/kubeexec ./internal/scheduler/kubernetes ./internal/burnin/recorded | tee -a $(OUT)/bench.txt
 	@# vet against the cue command seam links (built from hack/cue), compile
 	@# against vet, and the probe against the bare client, beside their goals
 	cd hack/cue && $(GO) build -o $(abspath $(OUT))/cue cuelang.org/go/cmd/cue

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -85,11 +86,18 @@ type Webhook struct {
 // DefaultDedupTTL outlasts Alertmanager's default repeat_interval (4h).
 const DefaultDedupTTL = 6 * time.Hour
 
-// seenAlert is an alert's transition taken (status@startsAt) and when it
-// was last delivered.
+// seenAlert is an alert's transition taken (a hash of status@startsAt)
+// and when it was last delivered (Unix ns): 16 bytes, as a storm's
+// alerts of the last TTL are remembered, hundreds of thousands.
 type seenAlert struct {
-	mark string
-	last time.Time
+	mark uint64
+	last int64
+}
+
+func markOf(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
 }
 
 // WebhookResult is the webhook's answer body.
@@ -233,10 +241,10 @@ func (w *Webhook) taken(fp, mark string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s, ok := w.seen[fp]
-	if !ok || s.mark != mark || now.Sub(s.last) > w.ttl() {
+	if !ok || s.mark != markOf(mark) || now.UnixNano()-s.last > int64(w.ttl()) {
 		return false
 	}
-	w.seen[fp] = seenAlert{mark, now}
+	w.seen[fp] = seenAlert{s.mark, now.UnixNano()}
 	return true
 }
 
@@ -246,12 +254,12 @@ func (w *Webhook) remember(fp, mark string, now time.Time) {
 	if w.seen == nil {
 		w.seen = map[string]seenAlert{}
 	}
-	w.seen[fp] = seenAlert{mark, now}
+	w.seen[fp] = seenAlert{markOf(mark), now.UnixNano()}
 	// forget what was not delivered for a TTL, a sweep each tenth of
 	// it: the memory is the alerts of the last TTL, not of all time
 	if now.Sub(w.swept) >= w.ttl()/10 {
 		for k, s := range w.seen {
-			if now.Sub(s.last) > w.ttl() {
+			if now.UnixNano()-s.last > int64(w.ttl()) {
 				delete(w.seen, k)
 			}
 		}
