@@ -18,7 +18,8 @@ import (
 
 // SelfSigned writes a self-signed certificate for 127.0.0.1 and
 // localhost, and its key, as dir/NAME.crt and dir/NAME.key (0600), for
-// a server under test; the certificate is also the client's CA.
+// a server under test (or a client: it serves for both); the
+// certificate is also its own CA.
 func SelfSigned(t testing.TB, dir, name string) (crt, key string) {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -29,7 +30,7 @@ func SelfSigned(t testing.TB, dir, name string) (crt, key string) {
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true, IsCA: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)

@@ -186,3 +186,59 @@ func TestTokenFiles(t *testing.T) {
 	_, err = facilityd.New(cfg, facilityd.Options{DryRun: true, Out: io.Discard})
 	require.ErrorContains(t, err, "holds a token of 5 characters: use at least 16")
 }
+
+// With tls.client_ca_file, a client that presents a certificate must
+// present one that CA signed; one that presents none still needs its
+// token, as every client does.
+func TestMutualTLS(t *testing.T) {
+	files, tok := tokens(t, "webhook", "reader")
+	dir := t.TempDir()
+	crt, key := peer.SelfSigned(t, dir, "facilityd")
+	clientCrt, clientKey := peer.SelfSigned(t, dir, "alertmanager")
+	strangerCrt, strangerKey := peer.SelfSigned(t, dir, "stranger")
+	port := peer.ListenTCP(t)
+	cfgFile := demoConfig(t, `, "auth": {"webhook_token_file": "`+files["webhook"]+`", "reader_token_file": "`+files["reader"]+`"},
+		"tls": {"cert_file": "`+crt+`", "key_file": "`+key+`", "client_ca_file": "`+clientCrt+`"}`)
+	b, err := os.ReadFile(cfgFile)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfgFile, bytes.Replace(b, []byte(`"listen": "127.0.0.1:0"`), []byte(`"listen": "`+port+`"`), 1), 0o644))
+	cfg, err := facilityd.LoadConfig(cfgFile)
+	require.NoError(t, err)
+	d, err := facilityd.New(cfg, facilityd.Options{DryRun: true, Out: io.Discard})
+	require.NoError(t, err)
+	defer d.Close()
+	srv, ln, err := facilityd.Listen(cfg, d.Handler())
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	pem, err := os.ReadFile(crt)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pem))
+	status := func(cert, key string) (int, error) {
+		tc := &tls.Config{RootCAs: pool}
+		if cert != "" {
+			pair, err := tls.LoadX509KeyPair(cert, key)
+			require.NoError(t, err)
+			tc.Certificates = []tls.Certificate{pair}
+		}
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+		req, _ := http.NewRequest(http.MethodGet, "https://"+port+"/healthz", nil)
+		req.Header.Set("Authorization", "Bearer "+tok["reader"])
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	code, err := status(clientCrt, clientKey)
+	require.NoError(t, err, "the CA's client")
+	assert.NotZero(t, code)
+	_, err = status(strangerCrt, strangerKey)
+	require.Error(t, err, "a certificate another CA signed is refused in the handshake")
+	code, err = status("", "")
+	require.NoError(t, err, "no certificate: the token decides")
+	assert.NotZero(t, code)
+}
