@@ -48,6 +48,10 @@ func (d *Daemon) take(o alarm.Observation) (alarm.Event, bool) {
 func (d *Daemon) handle() {
 	d.in.hmu.Lock()
 	defer d.in.hmu.Unlock()
+	d.handleLocked()
+}
+
+func (d *Daemon) handleLocked() {
 	ctx := context.Background()
 	if p := d.ctx.Load(); p != nil {
 		ctx = *p
@@ -77,12 +81,20 @@ func (d *Daemon) Observe(o alarm.Observation) {
 	}
 }
 
-// raise takes what the handlers themselves raise (a refused drain, a
-// late expectation): queued, for the handler that runs to take.
+// raise takes what the controller and the deadlines raise (a refused
+// drain, a late expectation). Raised while a handler runs (from within
+// one, most often) it is queued for that handler; otherwise it is
+// handled at once, as a source's observation is.
 func (d *Daemon) raise(o alarm.Observation) {
-	if _, queued := d.take(o); queued {
-		d.wakeHandler()
+	if _, queued := d.take(o); !queued {
+		return
 	}
+	if d.in.hmu.TryLock() {
+		d.handleLocked()
+		d.in.hmu.Unlock()
+		return
+	}
+	d.wakeHandler() // for a handler that may have looked before it was queued
 }
 
 func (d *Daemon) wakeHandler() {
