@@ -139,11 +139,12 @@ func (t *token) allows(r *http.Request) bool {
 type doors struct {
 	webhook, reader *token
 	beats           map[string]*token // by heartbeat name
+	counters        map[string]string // heartbeats a device counter beats: never over HTTP
 }
 
 func loadDoors(c *Config) (*doors, error) {
 	var errs []error
-	d := &doors{beats: map[string]*token{}}
+	d := &doors{beats: map[string]*token{}, counters: map[string]string{}}
 	var err error
 	if d.webhook, err = readToken("auth.webhook_token_file", c.Path(c.Auth.WebhookTokenFile)); err != nil {
 		errs = append(errs, err)
@@ -152,6 +153,10 @@ func loadDoors(c *Config) (*doors, error) {
 		errs = append(errs, err)
 	}
 	for _, h := range c.Heartbeats {
+		if h.Device != "" {
+			d.counters[h.Name] = h.Device + "/" + h.Point
+			continue
+		}
 		t, err := readToken("heartbeats["+h.Name+"].token_file", c.Path(h.TokenFile))
 		if err != nil {
 			errs = append(errs, err)

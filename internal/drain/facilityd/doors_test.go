@@ -47,7 +47,8 @@ func TestDoors(t *testing.T) {
 	cfgFile := demoConfig(t, `, "auth": {"webhook_token_file": "`+files["webhook"]+`", "reader_token_file": "`+files["reader"]+`"},
 		"tls": {"cert_file": "`+crt+`", "key_file": "`+key+`"},
 		"heartbeats": [{"name": "bms-ma", "module": "ma", "timeout": "1m", "token_file": "`+files["bms-ma"]+`"},
-			{"name": "bms-mb", "module": "mb", "timeout": "1m", "token_file": "`+files["bms-mb"]+`"}]`)
+			{"name": "bms-mb", "module": "mb", "timeout": "1m", "token_file": "`+files["bms-mb"]+`"},
+			{"name": "ctl-mc", "module": "mc", "timeout": "1m", "device": "ctl-mc", "point": "heartbeats"}]`)
 	b, err := os.ReadFile(cfgFile)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(cfgFile, bytes.Replace(b, []byte(`"listen": "127.0.0.1:0"`), []byte(`"listen": "`+port+`"`), 1), 0o644))
@@ -142,6 +143,8 @@ func TestDoors(t *testing.T) {
 		{"bms-ma", tok["bms-ma"], http.StatusNoContent},
 		{"bms-mb", tok["bms-ma"], http.StatusUnauthorized},
 		{"bms-mb", tok["bms-mb"], http.StatusNoContent},
+		{"ctl-mc", "", http.StatusForbidden},            // its device counter beats for it, nothing over HTTP
+		{"ctl-mc", tok["bms-mb"], http.StatusForbidden}, // not even with a token
 	} {
 		code, body := do("POST", "/v1/heartbeats/"+tc.name, tc.bearer, "")
 		assert.Equal(t, tc.code, code, "%s with the token of %q: %s", tc.name, tc.bearer, body)
@@ -158,6 +161,7 @@ func TestDoors(t *testing.T) {
 	require.Equal(t, 200, code)
 	assert.Contains(t, metrics, `seam_facilityd_intake_errors_total{reason="token",source="alertmanager"} 6`)
 	assert.Contains(t, metrics, `seam_facilityd_intake_errors_total{reason="token",source="heartbeat"} 4`)
+	assert.Contains(t, metrics, `seam_facilityd_intake_errors_total{reason="counter",source="heartbeat"} 2`)
 	for _, secret := range values(tok) {
 		assert.NotContains(t, metrics, secret)
 		assert.NotContains(t, errb.String(), secret, "no token in the log")

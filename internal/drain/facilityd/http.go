@@ -129,6 +129,11 @@ func (d *Daemon) request(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) heartbeat(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if point, ok := d.doors.counters[name]; ok {
+		d.Metrics.Refused("heartbeat", "counter")
+		http.Error(w, "facilityd: "+name+" beats by its device counter ("+point+"), not over HTTP", http.StatusForbidden)
+		return
+	}
 	if t, ok := d.doors.beats[name]; ok && !t.allows(r) {
 		// a controller's own token: another's beats for it alone
 		d.Metrics.Refused("heartbeat", "token")
