@@ -57,6 +57,15 @@ scheduler() {
     grep '^would run: ' facilityd/out.log | tail -n 2 | cut -c 1-160
   fi
 }
+# whether the scheduler shows NODE drained (facilityd drains after it records
+# the hold, so the ledger can be ahead of the scheduler by a moment)
+drain_shown() {
+  if [ "$SCHED" = slurm ]; then
+    sinfo -h -N -n "$1" -o '%T' | grep -q drain
+  else
+    grep -q '^would run: scontrol update .*state=drain' facilityd/out.log
+  fi
+}
 baseline() { # NODE: a passed baseline of the node, taken now (to the nanosecond: a swap may be moments old), by hand
   cat > "$1.baseline.json" <<EOF
 {"format": "seam.baseline/v1", "node": "$1", "serial": "$(sat lifecycle show "$1" --format json | grep -o '"serial": "[^"]*"' | head -n 1 | cut -d '"' -f 4)",
@@ -159,6 +168,7 @@ wait_for "facilityd" curl -fsS "http://$LISTEN/readyz"
 say "a pump of loop l1 trips: facilityd drains the loop's 288 nodes"
 curl -fsS -X POST -d '{"kind":"pump_trip","target":"l1/loop/cdu-1/p1"}' "$CTL/v1/faults" > /dev/null
 wait_for "facilityd's hold on l1's nodes" held_by gpu-a-r01-n03 "$LOOP"
+wait_for "the scheduler's drain of l1's nodes" drain_shown gpu-a-r01-n03
 if [ -n "${ALERTMANAGER:-}" ]; then
   wait_for "the alarm through Prometheus and Alertmanager" sh -c "facilityd status --addr http://$LISTEN --json | grep -q '\"alertmanager:'"
   echo "facilityd heard the pump trip from its poller and from Alertmanager: one alarm, two sources"
