@@ -2,8 +2,11 @@ package lifecycle
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // CheckReport is what Check found.
@@ -11,8 +14,20 @@ type CheckReport struct {
 	Elements   int
 	Events     int64
 	Statements int // signed (or database-role) statements checked
+	Seals      int
 	Holds      int
-	Problems   []string
+	// Head is the newest event; SealedHead the newest a seal covers,
+	// sealed at SealedAt.
+	Head, SealedHead int64
+	SealedAt         time.Time
+	// Anchored: the check was given an anchor, so a history cut back to
+	// before it is found; without one, what came after the last sealed
+	// head could have been removed unseen.
+	Anchored bool
+	Problems []string
+	// Notes are what is true but not wrong: events from before the
+	// chain, writes no key sealed.
+	Notes []string
 }
 
 // OK reports whether nothing is wrong.
@@ -23,10 +38,17 @@ func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
 // version counts its changes, the holds are what their events leave,
 // every change was made on a statement that verifies against the access
 // policy of its time, and every event of a cascade follows one that
-// does. A store a crash interrupted is consistent: a transaction is all
-// or nothing.
-func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
+// does; every statement says what its event holds (its reason, its
+// policy's digest); the hash chain over every event recomputes, and
+// each seal's signature holds over it (chain.go). With an anchor (a
+// head kept outside the store), a history cut back is found too. A
+// store a crash interrupted is consistent: a transaction is all or
+// nothing.
+func (s *Store) Check(ctx context.Context, anchor *Anchor) (*CheckReport, error) {
 	r := &CheckReport{}
+	if _, err := s.storeInfo(ctx); err != nil {
+		return nil, err
+	}
 	problem := func(format string, args ...any) {
 		if len(r.Problems) < 100 {
 			r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
@@ -40,7 +62,14 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	if err := s.checkHolds(ctx, r, problem); err != nil {
 		return nil, err
 	}
-	if err := s.checkStatements(ctx, r, problem); err != nil {
+	policies, digests, err := s.loadPolicies(ctx, problem)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkStatements(ctx, r, policies, digests, problem); err != nil {
+		return nil, err
+	}
+	if err := s.checkChain(ctx, r, policies, anchor, problem); err != nil {
 		return nil, err
 	}
 	if err := s.checkSamples(ctx, problem); err != nil {
@@ -146,21 +175,29 @@ func (s *Store) checkHolds(ctx context.Context, r *CheckReport, problem func(str
 	return nil
 }
 
-// checkStatements verifies every signed statement against the policy of
-// its event, and that every unsigned event follows a signed one.
-func (s *Store) checkStatements(ctx context.Context, r *CheckReport, problem func(string, ...any)) error {
-	policies := map[int64]*Policy{}
-	prow, err := s.db.QueryContext(ctx, "SELECT version, doc FROM policies")
+// policyDoc is a stored policy's digest and the event that set it.
+type policyDoc struct {
+	digest string
+	event  int64
+}
+
+// loadPolicies reads every version of the access policy, with its
+// digest and the event that set it.
+func (s *Store) loadPolicies(ctx context.Context, problem func(string, ...any)) (map[int64]*Policy, map[int64]policyDoc, error) {
+	policies, digests := map[int64]*Policy{}, map[int64]policyDoc{}
+	rows, err := s.db.QueryContext(ctx, "SELECT version, event, doc FROM policies")
 	if err != nil {
-		return s.wrap(err)
+		return nil, nil, s.wrap(err)
 	}
-	for prow.Next() {
-		var v int64
+	defer rows.Close()
+	for rows.Next() {
+		var v, ev int64
 		var doc string
-		if err := prow.Scan(&v, &doc); err != nil {
-			prow.Close()
-			return s.wrap(err)
+		if err := rows.Scan(&v, &ev, &doc); err != nil {
+			return nil, nil, s.wrap(err)
 		}
+		sum := sha256.Sum256([]byte(doc))
+		digests[v] = policyDoc{digest: "sha256:" + hex.EncodeToString(sum[:]), event: ev}
 		p, err := ParsePolicy([]byte(doc))
 		if err != nil {
 			problem("policy version %d: %v", v, err)
@@ -168,16 +205,33 @@ func (s *Store) checkStatements(ctx context.Context, r *CheckReport, problem fun
 		}
 		policies[v] = p
 	}
-	prow.Close()
-	rows, err := s.db.QueryContext(ctx, "SELECT seq, at, element, kind, actor, db_user, cause, policy, statement, signature FROM events WHERE cause = 0 ORDER BY seq")
+	return policies, digests, s.wrap(rows.Err())
+}
+
+// checkStatements verifies every signed statement against the policy of
+// its event, that it says what its event holds, that every policy is the
+// one a statement set, and that every unsigned event follows a signed
+// one.
+func (s *Store) checkStatements(ctx context.Context, r *CheckReport, policies map[int64]*Policy, digests map[int64]policyDoc, problem func(string, ...any)) error {
+	setBy := map[int64]string{} // event seq → the policy digest its statement carries
+	defer func() {
+		for v, d := range digests {
+			if got, ok := setBy[d.event]; !ok {
+				problem("policy version %d was set by event %d, which is no signed init or access change", v, d.event)
+			} else if got != d.digest {
+				problem("policy version %d is not the policy its statement (event %d) signed: its digest is %s, the statement's %s", v, d.event, d.digest, got)
+			}
+		}
+	}()
+	rows, err := s.db.QueryContext(ctx, "SELECT seq, at, element, kind, actor, db_user, reason, cause, policy, statement, signature FROM events WHERE cause = 0 ORDER BY seq")
 	if err != nil {
 		return s.wrap(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var seq, at, cause, pol int64
-		var el, kind, actor, dbUser, stmt, sig string
-		if err := rows.Scan(&seq, &at, &el, &kind, &actor, &dbUser, &cause, &pol, &stmt, &sig); err != nil {
+		var el, kind, actor, dbUser, reason, stmt, sig string
+		if err := rows.Scan(&seq, &at, &el, &kind, &actor, &dbUser, &reason, &cause, &pol, &stmt, &sig); err != nil {
 			return s.wrap(err)
 		}
 		if stmt == "" {
@@ -197,6 +251,12 @@ func (s *Store) checkStatements(ctx context.Context, r *CheckReport, problem fun
 		}
 		if st.By != actor || st.Element != el || st.At != stamp(fromMicros(at)) {
 			problem("event %d is not what its statement says (by %s, of %s, at %s)", seq, st.By, st.Element, st.At)
+		}
+		if st.Reason != reason {
+			problem("event %d (%s of %s by %s): its reason %q is not the signed one, %q", seq, kind, el, actor, reason, st.Reason)
+		}
+		if st.Action == ActInit || st.Action == ActAccess {
+			setBy[seq] = st.Digest
 		}
 		if s.engine == Postgres && strings.HasPrefix(actor, "db:") && actor != "db:"+dbUser {
 			problem("event %d by %s was written by the database role %s", seq, actor, dbUser)

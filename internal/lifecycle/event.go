@@ -142,40 +142,51 @@ type eventRow struct {
 	cause, policy              int64
 	evidence                   []Evidence
 	statement, signature, data string
+	hash                       string // set by chain
+}
+
+func (r *eventRow) evidenceJSON() string {
+	if len(r.evidence) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(r.evidence)
+	return string(b)
 }
 
 func (r *eventRow) args() []any {
-	ev := ""
-	if len(r.evidence) > 0 {
-		b, _ := json.Marshal(r.evidence)
-		ev = string(b)
-	}
 	return []any{micros(r.at), r.element, r.kind, string(r.prevState), string(r.state), micros(r.since), r.prevSerial, r.serial,
-		r.actor, "", r.reason, r.cause, r.policy, ev, r.statement, r.signature, r.data}
+		r.actor, "", r.reason, r.cause, r.policy, r.evidenceJSON(), r.statement, r.signature, r.data, r.hash}
 }
 
-const insertEventCols = "at, element, kind, prev_state, state, since, prev_serial, serial, actor, db_user, reason, cause, policy, evidence, statement, signature, data"
+const insertEventCols = "at, element, kind, prev_state, state, since, prev_serial, serial, actor, db_user, reason, cause, policy, evidence, statement, signature, data, hash"
 
-// insertEvent writes one event and returns its seq.
+// insertEvent appends one event to the chain and returns its seq.
 func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, r eventRow) (int64, error) {
+	rows := []eventRow{r}
+	if err := s.chain(ctx, tx, rows); err != nil {
+		return 0, err
+	}
 	var seq int64
-	err := tx.QueryRowContext(ctx, s.q("INSERT INTO events ("+insertEventCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq"), r.args()...).Scan(&seq)
+	err := tx.QueryRowContext(ctx, s.q("INSERT INTO events ("+insertEventCols+") VALUES ("+placeholders(18)+") RETURNING seq"), rows[0].args()...).Scan(&seq)
 	return seq, s.wrap(err)
 }
 
-// insertEvents writes events in multi-row statements.
+// insertEvents appends events to the chain, in multi-row statements.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, rows []eventRow) error {
-	const per = 400 // 17 columns: well inside both engines' parameter limits
+	if err := s.chain(ctx, tx, rows); err != nil {
+		return err
+	}
+	const per = 400 // 18 columns: well inside both engines' parameter limits
 	for len(rows) > 0 {
 		n := min(per, len(rows))
 		var b strings.Builder
 		b.WriteString("INSERT INTO events (" + insertEventCols + ") VALUES ")
-		args := make([]any, 0, n*17)
+		args := make([]any, 0, n*18)
 		for i, r := range rows[:n] {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(" + placeholders(18) + ")")
 			args = append(args, r.args()...)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {

@@ -289,6 +289,9 @@ func (s *Store) write(ctx context.Context, p *prepared, action, module string, f
 	if err := f(tx); err != nil {
 		return err
 	}
+	if err := s.seal(ctx, tx, p.auth); err != nil {
+		return err
+	}
 	if s.hook != nil {
 		s.hook(p.st.Action)
 	}

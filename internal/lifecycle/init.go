@@ -117,6 +117,9 @@ func (s *Store) writeInit(ctx context.Context, p *prepared, g *inventory.Graph, 
 	if err := s.insertEvents(ctx, tx, rows); err != nil {
 		return err
 	}
+	if err := s.seal(ctx, tx, p.auth); err != nil {
+		return err
+	}
 	if s.hook != nil {
 		s.hook("init")
 	}

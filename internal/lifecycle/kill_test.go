@@ -99,7 +99,7 @@ func testKill(t *testing.T, e *engine) {
 	after, err := lifecycle.Open(ctx, cfg)
 	require.NoError(t, err)
 	defer after.Close()
-	r, err := after.Check(ctx)
+	r, err := after.Check(ctx, nil)
 	require.NoError(t, err)
 	assert.Empty(t, r.Problems, "consistent after the kill")
 	info, err := after.Info(ctx)

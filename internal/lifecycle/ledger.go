@@ -43,7 +43,7 @@ type storeLedger struct {
 // Begin starts a transaction holding the ledger's lock (a dry run's
 // store reads without one, and writes nothing).
 func (l *storeLedger) Begin(ctx context.Context) (hold.Session, error) {
-	ls := &ledgerSession{l: l, s: l.s}
+	ls := &ledgerSession{l: l, s: l.s, ctx: ctx}
 	if l.s.dry.Active() {
 		ls.q = l.s.db
 		return ls, nil
@@ -63,6 +63,7 @@ func (l *storeLedger) Begin(ctx context.Context) (hold.Session, error) {
 }
 
 type ledgerSession struct {
+	ctx  context.Context // for the seal at Commit
 	l    *storeLedger
 	s    *Store
 	tx   *sql.Tx // nil: a dry run's, which only reads
@@ -519,6 +520,10 @@ func (ls *ledgerSession) Commit() error {
 	ls.done = true
 	if ls.tx == nil {
 		return nil
+	}
+	if err := ls.s.seal(ls.ctx, ls.tx, ls.l.a); err != nil {
+		ls.tx.Rollback()
+		return err
 	}
 	if ls.s.hook != nil {
 		ls.s.hook("ledger")

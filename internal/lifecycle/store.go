@@ -72,6 +72,7 @@ type Store struct {
 	mu     sync.Mutex
 	info   *storeInfo
 	policy *policyVersion
+	dbUser string // PostgreSQL's session_user, once read
 }
 
 type storeInfo struct {

@@ -54,6 +54,10 @@ var suite = []struct {
 	{"clock", testClock},
 	{"newer", testNewer},
 	{"tamper", testTamper},
+	{"policy edited", testPolicyEdited},
+	{"reason edited", testReasonEdited},
+	{"derived edited", testDerivedEdited},
+	{"rollback", testRollback},
 	{"kill", testKill},
 	{"commission", testCommission},
 	{"provision", testProvision},
@@ -384,7 +388,7 @@ func mustRead(t *testing.T, path string) []byte {
 // checkOK checks the store is consistent.
 func checkOK(t *testing.T, s *lifecycle.Store) {
 	t.Helper()
-	r, err := s.Check(context.Background())
+	r, err := s.Check(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Empty(t, r.Problems)
 }
@@ -792,7 +796,7 @@ func testTamper(t *testing.T, e *engine) {
 	assert.ErrorContains(t, err, "append-only")
 	_, err = s.DB().ExecContext(ctx, "UPDATE elements SET state = 'operating' WHERE key = 'ma/r01/compute-03'")
 	require.NoError(t, err)
-	r, err := s.Check(ctx)
+	r, err := s.Check(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, r.Problems, 1)
 	assert.Contains(t, r.Problems[0], "ma/r01/compute-03 is operating since")
@@ -802,8 +806,9 @@ func testTamper(t *testing.T, e *engine) {
 // its owner the identity that set it, its kind of the old vocabulary.
 type legacyHold struct{ node, kind, owner, reason string }
 
-// undoLedger takes a store back to schema 2 (before the ledger), with
-// holds in the old table and hold_set events in the old form.
+// undoLedger takes a store back to schema 2 (before the chain and the
+// ledger), with holds in the old table and hold_set events in the old
+// form.
 func undoLedger(t *testing.T, e *engine, s *lifecycle.Store, holds []legacyHold) {
 	t.Helper()
 	ctx := context.Background()
@@ -811,7 +816,7 @@ func undoLedger(t *testing.T, e *engine, s *lifecycle.Store, holds []legacyHold)
 	if e.name == lifecycle.Postgres {
 		collate = ` COLLATE "C"`
 	}
-	for _, q := range []string{"DROP TABLE ledger_nodes", "DROP TABLE ledger_fence", "DROP TABLE holds",
+	for _, q := range []string{"DROP TABLE seals", "ALTER TABLE events DROP COLUMN hash", "DELETE FROM seam_schema WHERE version = 4", "DROP TABLE ledger_nodes", "DROP TABLE ledger_fence", "DROP TABLE holds",
 		"CREATE TABLE holds (node TEXT" + collate + " NOT NULL, kind TEXT NOT NULL, owner TEXT NOT NULL, reason TEXT NOT NULL, since BIGINT NOT NULL, event BIGINT NOT NULL, PRIMARY KEY (node, kind, owner))",
 		"DELETE FROM seam_schema WHERE version = 3"} {
 		_, err := s.DB().ExecContext(ctx, q)
@@ -869,7 +874,7 @@ func testLedgerMigrates(t *testing.T, e *engine) {
 		"ma/r01/compute-04 burnin:cx burnin by ssh:cx",
 		"ma/r01/compute-05 maintenance:lifecycle maintenance by lifecycle",
 	}, got)
-	r, err := again.Check(ctx)
+	r, err := again.Check(ctx, nil)
 	require.NoError(t, err)
 	assert.Empty(t, r.Problems)
 	assert.Equal(t, 4, r.Holds)

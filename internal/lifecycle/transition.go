@@ -92,6 +92,7 @@ type prepared struct {
 	actor     string
 	policy    int64
 	at        time.Time
+	auth      Auth // who seals the write
 }
 
 // sign builds, signs and checks the statement of a change.
@@ -117,7 +118,7 @@ func (s *Store) sign(ctx context.Context, a Auth, pv *policyVersion, st *Stateme
 	if _, err := verifyStatement(pv.P, msg, sig); err != nil {
 		return nil, err
 	}
-	return &prepared{st: st, statement: string(msg), signature: sig, actor: actor, policy: pv.Version, at: at}, nil
+	return &prepared{st: st, statement: string(msg), signature: sig, actor: actor, policy: pv.Version, at: at, auth: a}, nil
 }
 
 // Transition moves an element (and, unless Only, everything it
@@ -436,6 +437,9 @@ func (s *Store) applyTransition(ctx context.Context, p *prepared, tr Transition,
 	}
 	held, err := s.stateHolds(ctx, tx, p, tr, set, seq)
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.seal(ctx, tx, p.auth); err != nil {
 		return 0, nil, err
 	}
 	if s.hook != nil {

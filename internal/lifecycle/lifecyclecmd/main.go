@@ -34,7 +34,7 @@ var program = &cli.Program{
 	Exits: "0 done, 1 failed or refused (the error says why), 2 check found problems, 3 a conflict: the element changed meanwhile, look again and retry.",
 	// only init evaluates CUE (the contracts)
 	NoBudget: map[string]bool{"import": true, "export": true, "show": true, "list": true, "move": true, "history": true,
-		"hold": true, "access": true, "check": true, "info": true, "offer": true, "reconcile": true, "chem": true},
+		"hold": true, "access": true, "check": true, "head": true, "info": true, "offer": true, "reconcile": true, "chem": true},
 }
 
 // Main runs sat lifecycle with args (after "lifecycle").

@@ -2,6 +2,7 @@ package lifecyclecmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,7 +20,8 @@ func init() {
 	register("import", "import the as-built inventory from a handover file (either form)", runImport)
 	register("export", "write the as-built inventory back to a handover file", runExport)
 	register("access", "show or set the store's access policy", runAccess)
-	register("check", "check the whole store: every element against its history, every signature", runCheck)
+	register("check", "check the whole store: every element against its history, every signature, the sealed chain", runCheck)
+	register("head", "the store's newest sealed head, to keep outside it (check --anchor)", runHead)
 	register("info", "what the store is: engine, schema, site, counts, TLS", runInfo)
 }
 
@@ -184,9 +186,19 @@ func runAccess(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	c := newCommon("").withFormat()
+	c := newCommon("[--anchor FILE]").withFormat()
+	var anchorFile string
+	c.fs.StringVar(&anchorFile, "anchor", "", "a head kept outside the store (sat lifecycle head --out): a history cut back to before it is found")
 	if _, err := c.parse(args, 0, "no arguments"); err != nil {
 		return fail(stderr, "check", c, err)
+	}
+	var anchor *lifecycle.Anchor
+	if anchorFile != "" {
+		a, err := lifecycle.ReadAnchor(anchorFile)
+		if err != nil {
+			return fail(stderr, "check", c, err)
+		}
+		anchor = a
 	}
 	ctx := context.Background()
 	s, err := c.open(ctx)
@@ -194,7 +206,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "check", c, err)
 	}
 	defer s.Close()
-	r, err := s.Check(ctx)
+	r, err := s.Check(ctx, anchor)
 	if err != nil {
 		return fail(stderr, "check", c, err)
 	}
@@ -202,15 +214,56 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		for _, p := range r.Problems {
 			fmt.Fprintln(w, "PROBLEM:", p)
 		}
+		for _, n := range r.Notes {
+			fmt.Fprintln(w, "note:", n)
+		}
 		verdict := "OK"
 		if !r.OK() {
 			verdict = fmt.Sprintf("%d PROBLEM(S)", len(r.Problems))
 		}
-		fmt.Fprintf(w, "%s: %s: %d elements, %d events, %d signed statement(s) verified, %d hold(s)\n", verdict, s.Name(), r.Elements, r.Events, r.Statements, r.Holds)
+		fmt.Fprintf(w, "%s: %s: %d elements, %d events, %d signed statement(s) verified, %d seal(s) over the chain, %d hold(s)\n",
+			verdict, s.Name(), r.Elements, r.Events, r.Statements, r.Seals, r.Holds)
+		if !r.Anchored && r.SealedHead > 0 {
+			fmt.Fprintf(w, "anything after event %d (sealed %s) is not provable: a history cut back to it would look the same. Keep the head outside the store (sat lifecycle head --out FILE) and check with --anchor FILE\n",
+				r.SealedHead, stamp(r.SealedAt))
+		}
 	})
 	if !r.OK() {
 		return cli.ExitFindings
 	}
+	return cli.ExitOK
+}
+
+func runHead(args []string, stdout, stderr io.Writer) int {
+	c := newCommon("[--out FILE]")
+	var out string
+	c.fs.StringVar(&out, "out", "", "write the head to FILE (kept outside the store: sat lifecycle check --anchor FILE) instead of printing it")
+	if _, err := c.parse(args, 0, "no arguments"); err != nil {
+		return fail(stderr, "head", c, err)
+	}
+	ctx := context.Background()
+	s, err := c.open(ctx)
+	if err != nil {
+		return fail(stderr, "head", c, err)
+	}
+	defer s.Close()
+	a, err := s.Head(ctx)
+	if err != nil {
+		return fail(stderr, "head", c, err)
+	}
+	b, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return fail(stderr, "head", c, err)
+	}
+	b = append(b, '\n')
+	if out == "" {
+		_, _ = stdout.Write(b)
+		return cli.ExitOK
+	}
+	if err := lifecycle.WriteAnchor(out, a); err != nil {
+		return fail(stderr, "head", c, err)
+	}
+	fmt.Fprintf(stdout, "wrote %s: event %d of store %s, sealed %s by %s\n", out, a.Head, a.Store, a.At, a.By)
 	return cli.ExitOK
 }
 
