@@ -7,13 +7,11 @@
 package canon
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"cuelang.org/go/cue"
+
+	"github.com/seamdc/seam/internal/canon/canonjson"
 )
 
 // JSON returns the canonical JSON of v, which must be concrete.
@@ -25,22 +23,9 @@ func JSON(v cue.Value) ([]byte, error) {
 	return Bytes(raw)
 }
 
-// Bytes canonicalises a JSON document.
-func Bytes(raw []byte) ([]byte, error) {
-	var x any
-	if err := json.Unmarshal(raw, &x); err != nil {
-		return nil, fmt.Errorf("canonical form: %w", err)
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	// encoding/json sorts map keys and writes float64 in the shortest
-	// form that round-trips, switching to exponents as ECMAScript does.
-	if err := enc.Encode(x); err != nil {
-		return nil, fmt.Errorf("canonical form: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// Bytes canonicalises a JSON document (canonjson.Bytes: the form is
+// defined there, where it links no CUE).
+func Bytes(raw []byte) ([]byte, error) { return canonjson.Bytes(raw) }
 
 // Digest returns "sha256:<hex>" of the canonical JSON of v.
 func Digest(v cue.Value) (string, error) {
@@ -52,7 +37,4 @@ func Digest(v cue.Value) (string, error) {
 }
 
 // DigestBytes returns "sha256:<hex>" of b.
-func DigestBytes(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func DigestBytes(b []byte) string { return canonjson.Digest(b) }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/seamdc/seam/internal/canon/canonjson"
 	"github.com/seamdc/seam/internal/results"
 )
 
@@ -414,23 +415,48 @@ func (a *auditor) checkTrust() {
 	}
 }
 
+// canonicalJSON is b in the canonical form (internal/canon/canonjson), or b as it
+// is when it is not JSON: for comparing two documents' meaning.
 func canonicalJSON(b []byte) []byte {
-	var x any
-	if json.Unmarshal(b, &x) != nil {
+	c, err := canonjson.Bytes(b)
+	if err != nil {
 		return b
 	}
-	out, _ := json.Marshal(x)
-	return out
+	return c
 }
 
-// describe says in one line whether the bundle is signed, by whom, and
-// up to where: the first line of sat verify.
+// Describe says in one line, part by part, what is signed: the run (by
+// whom and up to where, or UNSIGNED), then each amendment (by whom, or
+// UNSIGNED). It is the first line of sat verify and the report's
+// "signed" row.
 func (r *Report) Describe() string {
+	s := r.describeRun()
+	for i, seg := range r.Segments {
+		if seg.Last == 0 { // no seal closed it: it runs to the next, or the end
+			seg.Last = int64(r.Records)
+			if i+1 < len(r.Segments) {
+				seg.Last = r.Segments[i+1].First - 1
+			}
+		}
+		s += "; " + seg.describe()
+	}
+	return s
+}
+
+func (r *Report) describeRun() string {
 	switch {
-	case !r.Signed && r.SignedBy == "":
+	case !r.Signed && r.SignedBy == "" && !r.anySegmentSigned():
 		return "UNSIGNED: nothing in this bundle is signed; its hashes detect accidental damage only, since anyone who edits it can recompute them"
+	case !r.Signed && r.SignedBy == "":
+		return "UNSIGNED run: the run itself is not signed; its hashes detect accidental damage only, since anyone who edits it can recompute them"
 	case r.SignedUpTo == 0:
-		return fmt.Sprintf("SIGNED, but by no trusted key (%d signature(s))", len(r.Signatures))
+		n := 0
+		for _, sig := range r.Signatures {
+			if sig.Segment == 0 {
+				n++
+			}
+		}
+		return fmt.Sprintf("SIGNED, but by no trusted key (%d signature(s) of the run)", n)
 	}
 	who := r.SignedBy
 	if r.By != "" {
@@ -445,10 +471,32 @@ func (r *Report) Describe() string {
 	default:
 		s += ": everything the run wrote before it stopped"
 	}
-	if n := len(r.Segments); n > 0 {
-		s += fmt.Sprintf("; %d signed amendment(s)", n)
-	}
 	return s
+}
+
+func (r *Report) anySegmentSigned() bool {
+	for _, seg := range r.Segments {
+		if seg.Seal != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// describe says who signed the amendment, or that nobody did.
+func (s Segment) describe() string {
+	head := fmt.Sprintf("amendment %d (%s as %s, records %d–%d)", s.N, s.Purpose, s.Role, s.First, s.Last)
+	if s.Seal == nil {
+		return head + ": UNSIGNED: no seal closes it"
+	}
+	head += ": signed by " + s.Seal.Key
+	if s.Seal.By != "" {
+		head += " (" + s.Seal.By + ")"
+	}
+	if !s.Seal.Trusted {
+		head += ", which is not a trusted key"
+	}
+	return head
 }
 
 func (r *Report) lastSamples() int64 { return r.state.lastSamples }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -148,8 +147,8 @@ func (b *Bundle) SamplesSize() int64 {
 	return b.nSamples
 }
 
-// Append adds a record of kind with data marshalled to JSON, and syncs
-// if the last sync is a second old.
+// Append adds a record of kind with data marshalled to JSON in the
+// canonical form (data.go), and syncs if the last sync is a second old.
 func (b *Bundle) Append(kind, caseID string, data any) (Record, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -166,7 +165,7 @@ func (b *Bundle) appendLocked(kind, caseID string, data any) (Record, error) {
 	}
 	r := Record{Seq: b.seq + 1, Time: b.clock.Now().UTC(), Kind: kind, Case: caseID, Prev: b.prev}
 	if data != nil {
-		raw, err := json.Marshal(data)
+		raw, err := marshalData(data)
 		if err != nil {
 			return r, fmt.Errorf("evidence: %s record: %w", kind, err)
 		}
@@ -184,8 +183,14 @@ func (b *Bundle) appendLocked(kind, caseID string, data any) (Record, error) {
 	return r, nil
 }
 
-// Sample appends readings to samples.csv.
+// Sample appends readings to samples.csv. A value that is NaN or
+// infinite is refused, and none of the readings is written.
 func (b *Bundle) Sample(samples ...Sample) error {
+	for _, s := range samples {
+		if err := checkSample(s); err != nil {
+			return fmt.Errorf("evidence: %w", err)
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var buf []byte

@@ -48,7 +48,7 @@ const (
 )
 
 // FormatVersion is the bundle format.
-const FormatVersion = "seam-evidence/v2"
+const FormatVersion = "seam-evidence/v3"
 
 // Genesis is the prev hash of the first record.
 const Genesis = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
@@ -153,7 +153,8 @@ func (e *ChainError) Error() string {
 
 // journalReader streams a journal, checking each complete line: the
 // record's form (strict JSON, no unknown fields, exactly the bytes sat
-// writes for it), its hash over those bytes, its place in the chain.
+// writes for it, its data canonical), its hash over those bytes, its
+// place in the chain.
 type journalReader struct {
 	r      *bufio.Reader
 	prev   string
@@ -219,8 +220,9 @@ func (j *journalReader) readLine() ([]byte, error) {
 }
 
 // parseRecord reads one line strictly and checks that it is exactly
-// what encodeRecord writes for its fields, and that its hash is the
-// hash of its body's bytes.
+// what encodeRecord writes for its fields, that its hash is the hash of
+// its body's bytes, and that its data is in the canonical form the
+// writer writes (data.go).
 func parseRecord(line []byte) (Record, error) {
 	var r Record
 	if err := json.Unmarshal(line, &r); err != nil {
@@ -235,6 +237,11 @@ func parseRecord(line []byte) (Record, error) {
 	}
 	if got := hashOf(b); got != r.Hash {
 		return r, fmt.Errorf("record %d was altered: its bytes hash to %s, the journal says %s", r.Seq, got, r.Hash)
+	}
+	if len(r.Data) > 0 {
+		if err := checkData(r.Data); err != nil {
+			return r, fmt.Errorf("record %d's data is not in the form sat writes: %w", r.Seq, err)
+		}
 	}
 	return r, nil
 }

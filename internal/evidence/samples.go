@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 )
 
 // Sample is one reading as stored: channel, site time, value in the
-// channel's canonical unit, quality ("good", "stale", "error").
+// channel's canonical unit (a finite number: never NaN or infinite),
+// quality ("good", "stale", "error").
 type Sample struct {
 	Channel string
 	Time    time.Time
@@ -30,6 +32,15 @@ const samplesHeader = "channel,time,value,quality\n"
 
 // maxSampleRow is the longest row a reader accepts.
 const maxSampleRow = 64 << 10
+
+// checkSample refuses a sample sat must not write: a value that is NaN
+// or infinite is no reading.
+func checkSample(s Sample) error {
+	if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+		return fmt.Errorf("%s: %s at %s: value %v is not a finite number", SamplesFile, s.Channel, s.Time.UTC().Format(time.RFC3339Nano), s.Value)
+	}
+	return nil
+}
 
 func appendSample(buf []byte, s Sample) []byte {
 	buf = append(buf, s.Channel...)
@@ -141,6 +152,9 @@ func parseSample(row []byte, intern map[string]string) (Sample, error) {
 	v, err := strconv.ParseFloat(string(f[2]), 64)
 	if err != nil {
 		return Sample{}, fmt.Errorf("channel %s: value %q: not a number", f[0], f[2])
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return Sample{}, fmt.Errorf("channel %s: value %q: not a finite number, which sat never writes", f[0], f[2])
 	}
 	q := string(f[3])
 	switch q {

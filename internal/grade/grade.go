@@ -31,7 +31,10 @@
 // or a gap longer than Options.MaxGap where the check needs them, or
 // the alarm already raised before the event. A proven violation is FAIL
 // even if samples are missing elsewhere. Stale and error samples are
-// never graded: they count as gaps.
+// never graded: they count as gaps. Nor is a sample whose value is NaN
+// or infinite: it is no reading (a NaN compares false with every limit,
+// so graded it could never fail), and a check whose samples are all
+// such has none and is an ERROR, like one with no samples at all.
 package grade
 
 import (
@@ -146,6 +149,9 @@ type Grader struct {
 	maxGap time.Duration
 	impl   kind
 	err    string // a problem with the check or timeline itself
+	// nonFinite counts the samples added whose value is NaN or
+	// infinite: graded as not good, named in an ERROR's detail.
+	nonFinite int
 }
 
 // kind is the per check kind logic.
@@ -183,8 +189,13 @@ func New(c plan.Check, tl Timeline, opt Options) *Grader {
 }
 
 // Add feeds the next sample of the check's channel; samples must come in
-// time order.
+// time order. A value that is NaN or infinite is taken as a sample that
+// is not good: a gap.
 func (g *Grader) Add(s Sample) {
+	if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
+		g.nonFinite++
+		s.Good = false
+	}
 	if g.impl != nil {
 		g.impl.add(s)
 	}
@@ -198,6 +209,9 @@ func (g *Grader) Verdict() Verdict {
 		return v
 	}
 	g.impl.verdict(&v)
+	if v.Outcome == Error && g.nonFinite > 0 {
+		v.Detail += fmt.Sprintf("; %d sample(s) were NaN or infinite, which are not graded", g.nonFinite)
+	}
 	return v
 }
 

@@ -359,3 +359,60 @@ func BenchmarkGradeInBand(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(s)), "samples/op")
 }
+
+// A sample that is not a finite number is not a reading: it is graded
+// as a gap, like a stale or error sample, so a check whose samples are
+// all NaN or infinite has no good sample and is an ERROR, never a PASS
+// (a NaN compares false with every limit, so it would never fail).
+func TestNonFiniteSamplesAreNotGraded(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	dev := plan.Check{ID: "dev", Kind: plan.MaxDeviation, Channel: "v", Unit: "V", Reference: plan.F(415), MaxDeviation: plan.F(33.2), Steps: []string{"hold"}}
+	settle := plan.Check{ID: "settle", Kind: plan.SettlesWithin, Channel: "v", Unit: "V", Min: plan.F(400), WithinS: 5, From: "start", ForS: 20}
+	rec := plan.Check{ID: "rec", Kind: plan.RecoveryTime, Channel: "v", Unit: "V", Min: plan.F(400), Max: plan.F(430), WithinS: 5, Steps: []string{"ramp-zero"}}
+	tests := []struct {
+		name    string
+		check   plan.Check
+		samples []Sample
+		outcome Outcome
+		detail  string
+		n       int
+	}{
+		{"in_band, all NaN", inBand(plan.F(400), plan.F(430)), series(0, 30, 0.5, flat(nan)), Error, "no good sample in the graded window; 61 sample(s) were NaN or infinite, which are not graded", 0},
+		{"in_band, all +Inf", inBand(plan.F(400), nil), series(0, 30, 0.5, flat(inf)), Error, "no good sample in the graded window", 0},
+		{"in_band, all -Inf", inBand(nil, plan.F(430)), series(0, 30, 0.5, flat(-inf)), Error, "no good sample in the graded window", 0},
+		{"max_deviation, all NaN", dev, series(0, 30, 0.5, flat(nan)), Error, "no good sample in the graded window", 0},
+		{"settles_within, all NaN", settle, series(0, 30, 0.5, flat(nan)), Error, "", 0},
+		{"recovery_time, all NaN", rec, series(0, 30, 0.5, flat(nan)), Error, "", 0},
+		{"NaN for 4 s is a gap", inBand(plan.F(400), plan.F(430)), series(0, 30, 0.5, func(t float64) float64 {
+			if t > 12 && t < 16 {
+				return nan
+			}
+			return 415
+		}), Error, "no good sample for 4s from +12.000 s", 14},
+		{"one NaN among good samples is one missing sample", inBand(plan.F(400), plan.F(430)), series(0, 30, 0.5, func(t float64) float64 {
+			if t == 15 {
+				return nan
+			}
+			return 415
+		}), Pass, "all 20 samples inside", 20},
+		{"a NaN does not hide a sample outside", inBand(plan.F(400), plan.F(430)), series(10, 20, 0.5, func(t float64) float64 {
+			if t == 15 {
+				return 399
+			}
+			return nan
+		}), Fail, "399 V at +15.000 s is 1 V below the minimum 400 V (1 of 1 samples outside)", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := grade(tt.check, steady, tt.samples)
+			assert.Equal(t, tt.outcome, v.Outcome, v.Detail)
+			assert.Contains(t, v.Detail, tt.detail)
+			assert.Equal(t, tt.n, v.Samples)
+			for _, p := range []*float64{v.Measured, v.Limit, v.Margin} {
+				if p != nil {
+					assert.False(t, math.IsNaN(*p) || math.IsInf(*p, 0), "a verdict holds no NaN or infinity: %v", *p)
+				}
+			}
+		})
+	}
+}

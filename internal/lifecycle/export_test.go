@@ -2,10 +2,10 @@ package lifecycle
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
+	"strings"
 )
 
 // Rechain is what an attacker who knows the chain's recipe does after

@@ -49,15 +49,22 @@ func Markdown(w io.Writer, r *Run) error {
 func writeIntegrity(b *strings.Builder, r *Run) {
 	if r.OK() {
 		signed := "not signed: its hashes detect accidents, not a deliberate edit"
-		if r.Signed {
+		switch {
+		case r.Signed:
 			signed = "signed by `" + r.SignedBy + "`"
+		case len(r.SignOffs) > 0: // say what is unsigned, and let each amendment say what it is
+			signed = "the run is not signed: its hashes detect accidents, not a deliberate edit; each amendment below says who signed it"
 		}
 		if !r.Complete {
 			signed += "; the run did not finish: no manifest; verified up to its last checkpoint"
 		}
 		fmt.Fprintf(b, "Evidence verifies (%s); every verdict re-grades from the raw samples.\n\n", signed)
 		for _, s := range r.SignOffs {
-			fmt.Fprintf(b, "- %s by %s (%s), `%s`%s\n", s.Purpose, mdEscape(s.By), s.Role, s.Key, noteText(s.Note))
+			key := "UNSIGNED"
+			if s.Key != "" {
+				key = "`" + s.Key + "`"
+			}
+			fmt.Fprintf(b, "- %s by %s (%s), %s%s\n", s.Purpose, mdEscape(s.By), s.Role, key, noteText(s.Note))
 		}
 		if len(r.SignOffs) > 0 {
 			b.WriteString("\n")

@@ -107,7 +107,12 @@ func TestSignOffAndAttach(t *testing.T) {
 	assert.Contains(t, vout, "amendment 3 (records")
 	assert.Contains(t, vout, "attach (attach) by Jane Roe")
 	assert.Contains(t, vout, "; adds attachments/skid-nameplate.jpg")
-	assert.Contains(t, strings.SplitN(vout, "\n", 2)[0], "; 4 signed amendment(s)")
+	// the first line says who signed each part: the run, then each amendment
+	assert.Regexp(t, `^signed by SHA256:\S+ \(\S+\) up to record \d+ of \d+: the whole run, to its end`+
+		`; amendment 1 \(sign-off as witness, records \d+–\d+\): signed by SHA256:\S+ \(Jane Roe\)`+
+		`; amendment 2 \(sign-off as acceptance, records \d+–\d+\): signed by SHA256:\S+ \(Ann Lee\)`+
+		`; amendment 3 \(attach as attach, records \d+–\d+\): signed by SHA256:\S+ \(Jane Roe\)`+
+		`; amendment 4 \(attach as attach, records \d+–\d+\): signed by SHA256:\S+ \(Jane Roe\)\n`, vout)
 	after, err := os.ReadFile(filepath.Join(dir, evidence.ManifestFile))
 	require.NoError(t, err)
 	assert.Equal(t, manifest, after, "the manifest never changes")
