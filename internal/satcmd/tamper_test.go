@@ -294,8 +294,18 @@ var tamperings = []tampering{
 	{"a verdict edited in its case_end record, chained, seals removed", false, func(t *testing.T, dir, _ string) {
 		recs := withoutSeals(journal(t, dir))
 		for i, r := range recs {
-			if r.Kind == evidence.KindCaseEnd && bytes.Contains(r.Data, []byte(`"outcome":"PASS"`)) {
-				recs[i].Data = bytes.Replace(r.Data, []byte(`"outcome":"PASS"`), []byte(`"outcome":"FAIL"`), 1)
+			if r.Kind != evidence.KindCaseEnd {
+				continue
+			}
+			// the case's own outcome, its checks' left alone; written
+			// back in the canonical form (keys sorted), as a reader needs
+			var ce map[string]any
+			require.NoError(t, json.Unmarshal(r.Data, &ce))
+			if res := ce["result"].(map[string]any); res["outcome"] == "PASS" {
+				res["outcome"] = "FAIL"
+				var err error
+				recs[i].Data, err = json.Marshal(ce)
+				require.NoError(t, err)
 				break
 			}
 		}
@@ -303,10 +313,25 @@ var tamperings = []tampering{
 		remanifest(t, dir, recs)
 		rm(t, dir, evidence.SignatureFile)
 	}, "the case is recorded FAIL, its re-graded checks make it PASS"},
+	{"a case_end outcome given twice, FAIL then PASS, chained, seals removed", false, func(t *testing.T, dir, _ string) {
+		recs := withoutSeals(journal(t, dir))
+		for i, r := range recs {
+			if r.Kind == evidence.KindCaseEnd {
+				// encoding/json reads the last of a key given twice: PASS
+				j := bytes.LastIndex(r.Data, []byte(`"outcome":"PASS"`))
+				require.Positive(t, j)
+				recs[i].Data = append(append(r.Data[:j:j], `"outcome":"FAIL",`...), r.Data[j:]...)
+				break
+			}
+		}
+		rechain(t, dir, recs)
+		remanifest(t, dir, recs)
+		rm(t, dir, evidence.SignatureFile)
+	}, `data is not in the form sat writes: key "outcome" twice in result`},
 	{"an unsigned amendment after the end", false, func(t *testing.T, dir, _ string) {
 		recs := journal(t, dir)
 		recs = append(recs, evidence.Record{Time: recs[len(recs)-1].Time, Kind: evidence.KindAmend,
-			Data: json.RawMessage(`{"purpose":"sign-off","role":"witness","by":"nobody","manifest":"sha256:x"}`)})
+			Data: json.RawMessage(`{"by":"nobody","manifest":"sha256:x","purpose":"sign-off","role":"witness"}`)})
 		rechain(t, dir, recs)
 	}, "is not closed by a signature"},
 	{"a file added", false, func(t *testing.T, dir, _ string) {
