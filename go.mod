@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	cuelang.org/go v0.17.1
+	github.com/digitorus/pkcs7 v0.0.0-20230713084857-e76b763bdc49
+	github.com/digitorus/timestamp v0.0.0-20250524132541-c45532741eea
 	github.com/go-logr/logr v1.4.3
 	github.com/gosnmp/gosnmp v1.47.0
 	github.com/hiddeco/sshsig v0.2.0

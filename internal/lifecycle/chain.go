@@ -29,11 +29,11 @@ import (
 // ActSeal is a seal's action.
 const ActSeal = "seal"
 
-// chainLock is the PostgreSQL advisory lock a transaction that appends
-// events holds from its first event to its commit, so that the chain
-// grows in the order of seq; it is the ledger's lock, so that a ledger
-// session (which takes it first) never waits on itself. SQLite's write
-// lock (BEGIN IMMEDIATE) does the same on one file.
+// chainLock is the PostgreSQL advisory lock a transaction that may
+// append events holds from its start to its commit, so that the chain
+// grows in the order of seq; it is the ledger's lock (a ledger session
+// is such a transaction). SQLite's write lock (BEGIN IMMEDIATE) does the
+// same on one file.
 const chainLock = ledgerLock
 
 // chainGenesis is the "hash before" the first event.
@@ -84,16 +84,28 @@ func (r *eventRow) chainRow(dbUser string) chainRow {
 		evidence: r.evidenceJSON(), statement: r.statement, signature: r.signature, data: r.data}
 }
 
-// chainHead locks the chain for tx (PostgreSQL) and returns the hash of
-// the newest event: the one the next event follows. A store upgraded
-// from before the chain has events without one: the chain through them
-// is computed once, here.
-func (s *Store) chainHead(ctx context.Context, tx *sql.Tx) ([]byte, error) {
+// beginWrite starts a transaction that may append events: on
+// PostgreSQL it takes the chain's lock first, before any row lock, so
+// that writers queue in one order and never deadlock.
+func (s *Store) beginWrite(ctx context.Context) (*sql.Tx, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
 	if s.engine == Postgres {
 		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(chainLock)); err != nil {
+			tx.Rollback()
 			return nil, s.wrap(err)
 		}
 	}
+	return tx, nil
+}
+
+// chainHead returns the hash of the newest event: the one the next
+// event follows (tx began with beginWrite). A store upgraded from
+// before the chain has events without one: the chain through them is
+// computed once, here.
+func (s *Store) chainHead(ctx context.Context, tx *sql.Tx) ([]byte, error) {
 	var stored string
 	err := tx.QueryRowContext(ctx, "SELECT hash FROM events ORDER BY seq DESC LIMIT 1").Scan(&stored)
 	switch {
@@ -296,7 +308,7 @@ func (s *Store) checkChain(ctx context.Context, r *CheckReport, policies map[int
 		problem("events after %d (the newest at %s) are sealed by no one: written by something other than seam, or the seal removed", coveredHead, fmtTime(fromMicros(lastAt)))
 	}
 	if anchor != nil {
-		s.checkAnchor(r, anchor, hashes, problem)
+		s.checkAnchor(r, anchor, hashes, policies, problem)
 	}
 	return nil
 }
@@ -365,6 +377,9 @@ type Anchor struct {
 	By        string `json:"by"`
 	Statement string `json:"statement"`
 	Signature string `json:"signature,omitempty"`
+	// TimeStamp is the authority's RFC 3161 token over the seal
+	// (base64 DER), when it has one: proof the head existed by then.
+	TimeStamp string `json:"time_stamp,omitempty"`
 }
 
 // AnchorFormat names the anchor's format.
@@ -389,12 +404,17 @@ func (s *Store) Head(ctx context.Context) (*Anchor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lifecycle store %s: seal of event %d: %w", s.name, head, err)
 	}
+	var token string
+	err = s.db.QueryRowContext(ctx, s.q("SELECT token FROM stamps WHERE head = ?"), head).Scan(&token)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, s.wrap(err)
+	}
 	return &Anchor{Format: AnchorFormat, Store: si.ID, Site: si.Site, Head: head, Hash: strings.TrimPrefix(st.Digest, "sha256:"),
-		At: stamp(fromMicros(at)), By: actor, Statement: stmt, Signature: sig}, nil
+		At: stamp(fromMicros(at)), By: actor, Statement: stmt, Signature: sig, TimeStamp: token}, nil
 }
 
 // checkAnchor: the store holds the anchored head, as it was.
-func (s *Store) checkAnchor(r *CheckReport, a *Anchor, hashes map[int64]chained, problem func(string, ...any)) {
+func (s *Store) checkAnchor(r *CheckReport, a *Anchor, hashes map[int64]chained, policies map[int64]*Policy, problem func(string, ...any)) {
 	r.Anchored = true
 	if si := s.info; si != nil && a.Store != si.ID {
 		problem("the anchor is of store %s (site %s), not this one (%s): give this store's anchor", a.Store, a.Site, si.ID)
@@ -404,9 +424,24 @@ func (s *Store) checkAnchor(r *CheckReport, a *Anchor, hashes map[int64]chained,
 	switch {
 	case !ok:
 		problem("the store no longer holds event %d, the head anchored at %s by %s: its history was cut back (a rollback)", a.Head, a.At, a.By)
+		return
 	case got.hash != a.Hash:
 		problem("event %d is not the head anchored at %s by %s: the history up to it was rewritten", a.Head, a.At, a.By)
+		return
 	}
+	if a.TimeStamp == "" {
+		return
+	}
+	if sealed, err := ParseStatement([]byte(a.Statement)); err != nil || sealed.Version != a.Head || sealed.Digest != "sha256:"+a.Hash {
+		problem("the anchor's statement is not the seal of its head (event %d)", a.Head)
+		return
+	}
+	st, err := verifyStamp(a.TimeStamp, a.Statement, policies[got.policy])
+	if err != nil {
+		problem("the anchor's time-stamp: %v", err)
+		return
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("the anchored head (event %d) existed by %s: time-stamped by %s", a.Head, fmtTime(st.Time), st.Authority))
 }
 
 // ReadAnchor reads an anchor file strictly.

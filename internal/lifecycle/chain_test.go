@@ -2,8 +2,10 @@ package lifecycle_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +13,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/lifecycle"
+	"github.com/seamdc/seam/internal/tsa"
+	"github.com/seamdc/seam/internal/tsa/tsatest"
 )
 
 // unguard drops the append-only guards of events and seals, as the
@@ -171,4 +175,62 @@ func testRollback(t *testing.T, e *engine) {
 	got = problems(t, other, kept)
 	require.Len(t, got, 1)
 	assert.Contains(t, got[0], "the anchor is of store "+head.Store)
+}
+
+// With an authority in the policy every seal is time-stamped after its
+// write, offline-verifiable against the authority's root; an outage
+// blocks no change and check names the span no stamp covers; a token
+// from an authority the site does not trust is refused.
+func testTimeStamps(t *testing.T, e *engine) {
+	ctx := context.Background()
+	ours, theirs := tsatest.Start(t, "site authority"), tsatest.Start(t, "another authority")
+	p := policy(t, nil)
+	p.TimeStampURL, p.TimeStampRoots = ours.URL, string(ours.RootPEM)
+	p, err := lifecycle.ParsePolicy(p.Marshal())
+	require.NoError(t, err)
+	clk := newClock()
+	s, err := lifecycle.Init(ctx, e.config(t, clk), as(t, "ops"), exampleGraph(t), p)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Transition(ctx, as(t, "odm"), lifecycle.Move{Element: "ma/r01", To: lifecycle.Built, Reason: "built"})
+	require.NoError(t, err)
+	require.NoError(t, s.Stamp(ctx))
+	r, err := s.Check(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, r.Problems)
+	assert.Equal(t, r.SealedHead, r.StampedHead, "every seal stamped")
+	assert.Contains(t, r.StampedBy, "site authority")
+	assert.Positive(t, ours.Requests.Load())
+
+	// the anchor carries the stamp; check verifies it offline
+	head, err := s.Head(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, head.TimeStamp)
+	r, err = s.Check(ctx, head)
+	require.NoError(t, err)
+	require.Empty(t, r.Problems)
+	assert.Contains(t, strings.Join(r.Notes, "\n"), fmt.Sprintf("the anchored head (event %d) existed by ", head.Head))
+
+	// the authority is down: the change goes through, check says what is unstamped
+	ours.Down.Store(true)
+	_, err = s.Transition(ctx, as(t, "odm"), lifecycle.Move{Element: "ma/r02", To: lifecycle.Built, Reason: "built"})
+	require.NoError(t, err)
+	assert.ErrorContains(t, s.Stamp(ctx), "503 Service Unavailable")
+	r, err = s.Check(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, r.Problems)
+	assert.Less(t, r.StampedHead, r.SealedHead)
+	assert.Contains(t, strings.Join(r.Notes, "\n"), fmt.Sprintf("events %d–%d have no time-stamp from %s yet", r.StampedHead+1, r.SealedHead, ours.URL))
+
+	// a stamp from an authority the site does not trust, put in the store
+	newest, err := s.Head(ctx)
+	require.NoError(t, err)
+	theirRoots, err := tsa.ParseRoots("theirs", theirs.RootPEM)
+	require.NoError(t, err)
+	forged, err := (&tsa.Authority{URL: theirs.URL, Roots: theirRoots}).Stamp(ctx, []byte(newest.Statement))
+	require.NoError(t, err)
+	sqlExec(t, e, s, "INSERT INTO stamps (head, at, token) VALUES (?, ?, ?)", newest.Head, forged.Time.UnixMicro(), base64.StdEncoding.EncodeToString(forged.Token))
+	got := problems(t, s, nil)
+	require.Len(t, got, 1, "%q", got)
+	assert.Contains(t, got[0], fmt.Sprintf(`the time-stamp of event %d: the stamp is signed by "CN=another authority time-stamping,O=seam tests", which is not an authority the site trusts`, newest.Head))
 }

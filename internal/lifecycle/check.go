@@ -17,9 +17,11 @@ type CheckReport struct {
 	Seals      int
 	Holds      int
 	// Head is the newest event; SealedHead the newest a seal covers,
-	// sealed at SealedAt.
-	Head, SealedHead int64
-	SealedAt         time.Time
+	// sealed at SealedAt; StampedHead the newest an authority's
+	// time-stamp covers, at StampedAt, by StampedBy.
+	Head, SealedHead, StampedHead int64
+	SealedAt, StampedAt           time.Time
+	StampedBy                     string
 	// Anchored: the check was given an anchor, so a history cut back to
 	// before it is found; without one, what came after the last sealed
 	// head could have been removed unseen.
@@ -70,6 +72,9 @@ func (s *Store) Check(ctx context.Context, anchor *Anchor) (*CheckReport, error)
 		return nil, err
 	}
 	if err := s.checkChain(ctx, r, policies, anchor, problem); err != nil {
+		return nil, err
+	}
+	if err := s.checkStamps(ctx, r, policies, problem); err != nil {
 		return nil, err
 	}
 	if err := s.checkSamples(ctx, problem); err != nil {

@@ -30,15 +30,15 @@ func Rechain(ctx context.Context, s *Store) error {
 	for chunk := range slices.Chunk(fixes, 500) {
 		var q strings.Builder
 		args := make([]any, 0, 2*len(chunk))
-		q.WriteString("UPDATE events SET hash = v.h FROM (VALUES ")
+		q.WriteString("WITH v(seq, h) AS (VALUES ")
 		for i, f := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?)")
+			q.WriteString("(CAST(? AS BIGINT), ?)")
 			args = append(args, f.seq, f.hash)
 		}
-		q.WriteString(") AS v(seq, h) WHERE events.seq = CAST(v.seq AS BIGINT)")
+		q.WriteString(") UPDATE events SET hash = v.h FROM v WHERE events.seq = v.seq")
 		if _, err := s.db.ExecContext(ctx, s.q(q.String()), args...); err != nil {
 			return err
 		}

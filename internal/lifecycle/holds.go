@@ -278,9 +278,9 @@ func (s *Store) write(ctx context.Context, p *prepared, action, module string, f
 		s.wouldWrite(p)
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
-		return s.wrap(err)
+		return err
 	}
 	defer tx.Rollback()
 	if err := s.recheckPolicy(ctx, tx, p, action, module); err != nil {
@@ -295,7 +295,11 @@ func (s *Store) write(ctx context.Context, p *prepared, action, module string, f
 	if s.hook != nil {
 		s.hook(p.st.Action)
 	}
-	return s.wrap(tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return s.wrap(err)
+	}
+	s.stampSoon()
+	return nil
 }
 
 // lastActor is who made an element's last event ("?" unknown).

@@ -89,9 +89,9 @@ func (s *Store) init(ctx context.Context, a Auth, g *inventory.Graph, policy *Po
 // writeInit writes the store's identity, its first policy, and every
 // element with its created event, in one transaction.
 func (s *Store) writeInit(ctx context.Context, p *prepared, g *inventory.Graph, doc []byte) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
-		return s.wrap(err)
+		return err
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, s.q("INSERT INTO store_info (id, store_id, site, created_at) VALUES (1, ?, ?, ?)"), s.info.ID, s.info.Site, micros(p.at)); err != nil {
@@ -123,7 +123,11 @@ func (s *Store) writeInit(ctx context.Context, p *prepared, g *inventory.Graph, 
 	if s.hook != nil {
 		s.hook("init")
 	}
-	return s.wrap(tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return s.wrap(err)
+	}
+	s.stampSoon()
+	return nil
 }
 
 // elementsOf lists the graph's elements, the site first, each with its

@@ -48,15 +48,9 @@ func (l *storeLedger) Begin(ctx context.Context) (hold.Session, error) {
 		ls.q = l.s.db
 		return ls, nil
 	}
-	tx, err := l.s.db.BeginTx(ctx, nil)
+	tx, err := l.s.beginWrite(ctx)
 	if err != nil {
-		return nil, l.s.wrap(err)
-	}
-	if l.s.engine == Postgres {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(ledgerLock)); err != nil {
-			tx.Rollback()
-			return nil, l.s.wrap(err)
-		}
+		return nil, err
 	}
 	ls.tx, ls.q = tx, tx
 	return ls, nil
@@ -528,7 +522,11 @@ func (ls *ledgerSession) Commit() error {
 	if ls.s.hook != nil {
 		ls.s.hook("ledger")
 	}
-	return ls.s.wrap(ls.tx.Commit())
+	if err := ls.tx.Commit(); err != nil {
+		return ls.s.wrap(err)
+	}
+	ls.s.stampSoon()
+	return nil
 }
 
 func (ls *ledgerSession) Rollback() {

@@ -2,8 +2,10 @@ package lifecycle
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/sign"
+	"github.com/seamdc/seam/internal/tsa"
 )
 
 // PolicyFormat is the access policy's format.
@@ -48,9 +51,16 @@ type Policy struct {
 	// Members by principal: "ssh:NAME" (a principal of AllowedSigners)
 	// or "db:ROLE" (a PostgreSQL role, the session's).
 	Members map[string]Member `json:"members"`
+	// TimeStampURL is an RFC 3161 authority outside the site that
+	// time-stamps every seal; TimeStampRoots (PEM) the root
+	// certificate(s) its signing certificate must chain to. Both or
+	// neither.
+	TimeStampURL   string `json:"time_stamp_url,omitempty"`
+	TimeStampRoots string `json:"time_stamp_roots,omitempty"`
 
 	signers  *sign.AllowedSigners
 	evidence []ssh.PublicKey
+	tsaRoots *x509.CertPool
 }
 
 // Role is what its members may do.
@@ -76,6 +86,7 @@ type policyFile struct {
 	Policy
 	AllowedSignersFile string `json:"allowed_signers_file,omitempty"`
 	EvidenceKeysFile   string `json:"evidence_keys_file,omitempty"`
+	TimeStampRootsFile string `json:"time_stamp_roots_file,omitempty"`
 }
 
 // ReadPolicyFile reads a policy file; allowed_signers_file and
@@ -96,7 +107,8 @@ func ReadPolicyFile(path string) (*Policy, error) {
 		file string
 		into *string
 		what string
-	}{{f.AllowedSignersFile, &f.AllowedSigners, "allowed_signers"}, {f.EvidenceKeysFile, &f.EvidenceKeys, "evidence_keys"}} {
+	}{{f.AllowedSignersFile, &f.AllowedSigners, "allowed_signers"}, {f.EvidenceKeysFile, &f.EvidenceKeys, "evidence_keys"},
+		{f.TimeStampRootsFile, &f.TimeStampRoots, "time_stamp_roots"}} {
 		if inc.file == "" {
 			continue
 		}
@@ -166,6 +178,20 @@ func (p *Policy) check(where string) error {
 	}
 	if len(p.Roles) == 0 || len(p.Members) == 0 {
 		return bad("it has no roles or no members: nobody could change anything")
+	}
+	p.tsaRoots = nil
+	switch {
+	case (p.TimeStampURL == "") != (p.TimeStampRoots == ""):
+		return bad("give time_stamp_url and time_stamp_roots (or time_stamp_roots_file) together: the authority, and the roots its stamps must chain to")
+	case p.TimeStampURL != "":
+		if u, err := url.Parse(p.TimeStampURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("time_stamp_url %q: want an http:// or https:// URL of an RFC 3161 authority", p.TimeStampURL)
+		}
+		roots, err := tsa.ParseRoots("time_stamp_roots", []byte(p.TimeStampRoots))
+		if err != nil {
+			return bad("%v", err)
+		}
+		p.tsaRoots = roots
 	}
 	for name, r := range p.Roles {
 		for _, tr := range r.Transitions {
@@ -285,4 +311,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// authority is the time-stamping authority the policy names (nil: none).
+func (p *Policy) authority() *tsa.Authority {
+	if p == nil || p.tsaRoots == nil {
+		return nil
+	}
+	return &tsa.Authority{URL: p.TimeStampURL, Roots: p.tsaRoots}
 }

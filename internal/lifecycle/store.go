@@ -73,6 +73,11 @@ type Store struct {
 	info   *storeInfo
 	policy *policyVersion
 	dbUser string // PostgreSQL's session_user, once read
+
+	// the background time-stamp of the newest seal (stamp.go)
+	stamping, stampAgain bool
+	stampErr             error
+	stampWG              sync.WaitGroup
 }
 
 type storeInfo struct {
@@ -215,7 +220,10 @@ func (s *Store) openPostgres(raw string, cfg Config) error {
 }
 
 // Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.waitStamps()
+	return s.db.Close()
+}
 
 // Engine is SQLite or Postgres.
 func (s *Store) Engine() string { return s.engine }

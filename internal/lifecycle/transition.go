@@ -395,9 +395,9 @@ func (s *Store) lastSwap(ctx context.Context, node string) (time.Time, error) {
 // element only if it is still at the version it was prepared against,
 // what moves with it only if none of it changed meanwhile.
 func (s *Store) applyTransition(ctx context.Context, p *prepared, tr Transition, el *Element, set []*Element, ev []Evidence, perNode map[string]Evidence) (int64, []string, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
-		return 0, nil, s.wrap(err)
+		return 0, nil, err
 	}
 	defer tx.Rollback()
 	if err := s.recheckPolicy(ctx, tx, p, tr.Name(), el.Module); err != nil {
@@ -448,6 +448,7 @@ func (s *Store) applyTransition(ctx context.Context, p *prepared, tr Transition,
 	if err := tx.Commit(); err != nil {
 		return 0, nil, s.wrap(err)
 	}
+	s.stampSoon()
 	return seq, held, nil
 }
 

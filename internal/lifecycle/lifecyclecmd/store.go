@@ -223,6 +223,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(w, "%s: %s: %d elements, %d events, %d signed statement(s) verified, %d seal(s) over the chain, %d hold(s)\n",
 			verdict, s.Name(), r.Elements, r.Events, r.Statements, r.Seals, r.Holds)
+		if r.StampedHead > 0 {
+			fmt.Fprintf(w, "time-stamped: every event up to %d existed by %s (%s)\n", r.StampedHead, stamp(r.StampedAt), r.StampedBy)
+		}
 		if !r.Anchored && r.SealedHead > 0 {
 			fmt.Fprintf(w, "anything after event %d (sealed %s) is not provable: a history cut back to it would look the same. Keep the head outside the store (sat lifecycle head --out FILE) and check with --anchor FILE\n",
 				r.SealedHead, stamp(r.SealedAt))
@@ -247,6 +250,9 @@ func runHead(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "head", c, err)
 	}
 	defer s.Close()
+	if err := s.Stamp(ctx); err != nil {
+		fmt.Fprintf(stderr, "sat lifecycle head: warning: %v; the head is written without a time-stamp\n", err)
+	}
 	a, err := s.Head(ctx)
 	if err != nil {
 		return fail(stderr, "head", c, err)
@@ -263,7 +269,11 @@ func runHead(args []string, stdout, stderr io.Writer) int {
 	if err := lifecycle.WriteAnchor(out, a); err != nil {
 		return fail(stderr, "head", c, err)
 	}
-	fmt.Fprintf(stdout, "wrote %s: event %d of store %s, sealed %s by %s\n", out, a.Head, a.Store, a.At, a.By)
+	stamped := ""
+	if a.TimeStamp != "" {
+		stamped = ", time-stamped"
+	}
+	fmt.Fprintf(stdout, "wrote %s: event %d of store %s, sealed %s by %s%s\n", out, a.Head, a.Store, a.At, a.By, stamped)
 	return cli.ExitOK
 }
 

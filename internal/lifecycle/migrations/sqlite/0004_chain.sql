@@ -21,3 +21,16 @@ CREATE TRIGGER seals_no_update BEFORE UPDATE ON seals
   BEGIN SELECT RAISE(ABORT, 'lifecycle seals are append-only'); END;
 CREATE TRIGGER seals_no_delete BEFORE DELETE ON seals
   BEGIN SELECT RAISE(ABORT, 'lifecycle seals are append-only'); END;
+
+-- RFC 3161 time-stamps of seals, from the authority the access policy
+-- names: token is the TimeStampToken (DER, base64) over the seal's
+-- statement, at the authority's time
+CREATE TABLE stamps (
+  head  BIGINT PRIMARY KEY,
+  at    BIGINT NOT NULL,
+  token TEXT NOT NULL
+);
+CREATE TRIGGER stamps_no_update BEFORE UPDATE ON stamps
+  BEGIN SELECT RAISE(ABORT, 'lifecycle time-stamps are append-only'); END;
+CREATE TRIGGER stamps_no_delete BEFORE DELETE ON stamps
+  BEGIN SELECT RAISE(ABORT, 'lifecycle time-stamps are append-only'); END;
