@@ -57,6 +57,7 @@ func (a *Amender) Bundle() *Bundle { return a.b }
 var ErrNotFinished = errors.New("the run has not finished")
 
 // Amend opens a finished bundle for a signed amendment. The bundle must
+// be of FormatVersion (a FormatV2 bundle is read, never written) and
 // verify, in full, with its manifest; am.Manifest is filled in. The
 // signer signs the segment when it is closed; Abandon undoes it. An
 // amendment's records take their times from c.
@@ -70,6 +71,9 @@ func Amend(dir string, signer Signer, am Amendment, c clock.Clock) (*Amender, er
 	rep, err := Audit(dir, AuditOptions{})
 	if err != nil {
 		return nil, err
+	}
+	if rep.Format == FormatV2 {
+		return nil, fmt.Errorf("cannot amend %s: %s", dir, v2Unwritable)
 	}
 	if am.Purpose == PurposeRetry {
 		if rep, err = cutInterruptedRetry(dir, rep); err != nil {

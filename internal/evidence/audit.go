@@ -40,6 +40,9 @@ type AuditOptions struct {
 type Report struct {
 	Dir    string
 	Bundle string // the bundle's id
+	// Format is the bundle's format, as its record 1 says: FormatVersion,
+	// or FormatV2, which sat reads but writes no record into.
+	Format string
 	// Records counts the records read, up to a break in the chain.
 	Records      int
 	JournalBytes int64

@@ -80,6 +80,9 @@ func (a *auditor) checkManifest() {
 	if rep.Bundle != "" && m.Bundle != rep.Bundle {
 		a.problem("%s belongs to bundle %s, not this bundle %s: it was copied from another bundle", ManifestFile, m.Bundle, rep.Bundle)
 	}
+	if rep.Format != "" && m.Format != rep.Format {
+		a.problem("%s is of format %s, but the journal's record 1 says %s: one of them was edited", ManifestFile, m.Format, rep.Format)
+	}
 	at := a.atManifest
 	switch {
 	case !at.seen || at.hash != m.JournalHead:

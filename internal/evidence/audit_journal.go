@@ -180,10 +180,14 @@ func (a *auditor) bundleRecord(r Record) {
 		a.problem("bundle record 1: %v", err)
 		return
 	}
-	if br.Format != FormatVersion {
-		a.problem("bundle format %q: this sat reads %q", br.Format, FormatVersion)
+	switch br.Format {
+	case FormatVersion:
+	case FormatV2:
+		a.note("bundle format %s, written before a record's data had one form: its records' data is read as the writer wrote it, in its fields' order, so an edit that gives a record's data a key twice (read as its last) or reorders its keys is not detected in this bundle (a %s bundle refuses it)", FormatV2, FormatVersion)
+	default:
+		a.problem("bundle format %q: this sat reads %q (and %q)", br.Format, FormatVersion, FormatV2)
 	}
-	a.rep.Bundle = br.ID
+	a.rep.Bundle, a.rep.Format = br.ID, br.Format
 }
 
 // checkpoint checks the samples up to the checkpoint's length against

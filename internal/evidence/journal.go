@@ -50,6 +50,12 @@ const (
 // FormatVersion is the bundle format.
 const FormatVersion = "seam-evidence/v3"
 
+// FormatV2 is the format before FormatVersion: the same in every byte
+// but a record's data, which kept the writer's field order instead of
+// one canonical form. sat reads it (verify, report), with the data of
+// its records not held to one form, and writes no record into it.
+const FormatV2 = "seam-evidence/v2"
+
 // Genesis is the prev hash of the first record.
 const Genesis = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 
@@ -154,7 +160,9 @@ func (e *ChainError) Error() string {
 // journalReader streams a journal, checking each complete line: the
 // record's form (strict JSON, no unknown fields, exactly the bytes sat
 // writes for it, its data canonical), its hash over those bytes, its
-// place in the chain.
+// place in the chain. The format comes from record 1: in a FormatV2
+// journal the data of the records after it is not held to the canonical
+// form, which v2 did not write; everything else is as strict.
 type journalReader struct {
 	r      *bufio.Reader
 	prev   string
@@ -162,6 +170,7 @@ type journalReader struct {
 	line   int
 	offset int64 // bytes of complete, checked lines
 	buf    []byte
+	v2     bool // record 1 says FormatV2
 	// Partial is the length of a last line without its newline: a write
 	// cut short by a crash. It is not a record.
 	Partial int64
@@ -179,7 +188,7 @@ func (j *journalReader) next() (Record, []byte, error) {
 		return Record{}, nil, err
 	}
 	j.line++
-	r, err := parseRecord(raw)
+	r, err := parseRecord(raw, !j.v2)
 	if err != nil {
 		return r, nil, &ChainError{j.line, err.Error()}
 	}
@@ -188,6 +197,10 @@ func (j *journalReader) next() (Record, []byte, error) {
 		return r, nil, &ChainError{j.line, fmt.Sprintf("record %d does not follow the one before: a record was removed, inserted or reordered", r.Seq)}
 	case r.Seq != j.seq+1:
 		return r, nil, &ChainError{j.line, fmt.Sprintf("record %d is numbered %d", j.seq+1, r.Seq)}
+	}
+	if r.Seq == 1 && r.Kind == KindBundle {
+		var br BundleRecord
+		j.v2 = json.Unmarshal(r.Data, &br) == nil && br.Format == FormatV2
 	}
 	j.prev, j.seq = r.Hash, r.Seq
 	j.offset += int64(len(raw)) + 1
@@ -221,9 +234,10 @@ func (j *journalReader) readLine() ([]byte, error) {
 
 // parseRecord reads one line strictly and checks that it is exactly
 // what encodeRecord writes for its fields, that its hash is the hash of
-// its body's bytes, and that its data is in the canonical form the
-// writer writes (data.go).
-func parseRecord(line []byte) (Record, error) {
+// its body's bytes, and, with strictData, that its data is in the
+// canonical form the writer writes (data.go). Only a FormatV2 journal's
+// records after the first are read without strictData.
+func parseRecord(line []byte, strictData bool) (Record, error) {
 	var r Record
 	if err := json.Unmarshal(line, &r); err != nil {
 		return r, fmt.Errorf("not a journal record: %v", err)
@@ -238,7 +252,7 @@ func parseRecord(line []byte) (Record, error) {
 	if got := hashOf(b); got != r.Hash {
 		return r, fmt.Errorf("record %d was altered: its bytes hash to %s, the journal says %s", r.Seq, got, r.Hash)
 	}
-	if len(r.Data) > 0 {
+	if strictData && len(r.Data) > 0 {
 		if err := checkData(r.Data); err != nil {
 			return r, fmt.Errorf("record %d's data is not in the form sat writes: %w", r.Seq, err)
 		}

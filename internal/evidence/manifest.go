@@ -171,19 +171,23 @@ func parseManifest(raw []byte) (*Manifest, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		var f struct{ Format string }
-		if json.Unmarshal(raw, &f) == nil && f.Format != "" && f.Format != FormatVersion {
-			return nil, fmt.Errorf("format %q, this sat reads %q", f.Format, FormatVersion)
+		if json.Unmarshal(raw, &f) == nil && f.Format != "" && !readFormat(f.Format) {
+			return nil, fmt.Errorf("format %q, this sat reads %q (and %q)", f.Format, FormatVersion, FormatV2)
 		}
 		return nil, err
 	}
-	if m.Format != FormatVersion {
-		return nil, fmt.Errorf("format %q, this sat reads %q", m.Format, FormatVersion)
+	if !readFormat(m.Format) {
+		return nil, fmt.Errorf("format %q, this sat reads %q (and %q)", m.Format, FormatVersion, FormatV2)
 	}
 	if !bytes.Equal(m.encode(), raw) {
 		return &m, errors.New("not as sat wrote it: the file was edited")
 	}
 	return &m, nil
 }
+
+// readFormat reports whether sat reads a bundle of format f. A v2
+// manifest is the same as a v3 one but for its format.
+func readFormat(f string) bool { return f == FormatVersion || f == FormatV2 }
 
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))

@@ -44,13 +44,14 @@ func (e *ResumeError) Error() string {
 	return fmt.Sprintf("cannot resume %s: %s", e.Dir, strings.Join(e.Reasons, "; "))
 }
 
-// Resume reopens a bundle after a crash or an abort, only if it
-// verifies: Audit must find nothing wrong with what it holds, the run
-// must not have ended, and a signed bundle resumes signed (an unsigned
-// one unsigned). It then cuts what no checkpoint covers: a half-written
-// last line, the samples after the last checkpoint, and in a signed
-// bundle everything after its last seal's checkpoint (the seal itself
-// is kept), so that nothing unsigned is signed later. It never extends
+// Resume reopens a bundle after a crash or an abort, only if it is of
+// FormatVersion (FormatV2 is read, never written) and verifies: Audit
+// must find nothing wrong with what it holds, the run must not have
+// ended, and a signed bundle resumes signed (an unsigned one unsigned).
+// It then cuts what no checkpoint covers: a half-written last line, the
+// samples after the last checkpoint, and in a signed bundle everything
+// after its last seal's checkpoint (the seal itself is kept), so that
+// nothing unsigned is signed later. It never extends
 // a file: a file shorter than its checkpoint does not verify in the
 // first place. A resume record keeps the chain and says what was cut.
 //
@@ -61,7 +62,7 @@ func Resume(dir string, c clock.Clock, opt Options, accept func(*State) error) (
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot resume %s: %w", dir, err)
 	}
-	if len(rep.pending) > 0 && rep.OK() {
+	if len(rep.pending) > 0 && rep.OK() && rep.Format != FormatV2 {
 		// a stop between recording a file (or the run's end) and putting
 		// it in place: finish what was recorded, then look again
 		if err := completePending(dir, rep.pending); err != nil {
@@ -146,6 +147,9 @@ func resumable(rep *Report, opt Options) []string {
 	if rep.Bundle == "" {
 		out = append(out, "it is not a "+FormatVersion+" bundle")
 	}
+	if rep.Format == FormatV2 {
+		out = append(out, v2Unwritable)
+	}
 	switch {
 	case rep.Signed && opt.Signer == nil:
 		out = append(out, fmt.Sprintf("it is signed (by %s): resume it signed, with --sign-key", keyList(rep.state.runKeys)))
@@ -154,6 +158,11 @@ func resumable(rep *Report, opt Options) []string {
 	}
 	return out
 }
+
+// v2Unwritable says why a FormatV2 bundle is neither resumed nor
+// amended.
+const v2Unwritable = "it is a " + FormatV2 + " bundle: this sat reads it but writes only " + FormatVersion +
+	" records, and a journal of both would hold records' data in two forms; go on with the sat that wrote it, or start a new bundle"
 
 // cutPoint is where a resumed journal continues.
 type cutPoint struct {
@@ -246,7 +255,7 @@ func hashAt(path string, offset int64) (string, error) {
 	if i := lastIndexByte(buf, '\n'); i >= 0 {
 		buf = buf[i+1:]
 	}
-	r, err := parseRecord(buf)
+	r, err := parseRecord(buf, true)
 	if err != nil {
 		return "", err
 	}
