@@ -34,6 +34,10 @@ type AuditOptions struct {
 	// Observe, if set, sees every sample a re-graded case takes (its
 	// byte range, its timeline), in file order: the report's plots.
 	Observe func(c *AuditCase, s Sample)
+	// Anchor, if set, is a head of this bundle kept outside it (sat
+	// verify --head-out): the journal must still hold its record, with
+	// its hash. A tail cut back to before it is then a problem.
+	Anchor *Anchor
 }
 
 // Report is what Audit found.
@@ -43,8 +47,11 @@ type Report struct {
 	// Format is the bundle's format, as its record 1 says: FormatVersion,
 	// or FormatV2, which sat reads but writes no record into.
 	Format string
-	// Records counts the records read, up to a break in the chain.
+	// Records counts the records read, up to a break in the chain;
+	// HeadHash and HeadAt are the last one's hash and time.
 	Records      int
+	HeadHash     string
+	HeadAt       time.Time
 	JournalBytes int64
 	// Cases counts the completed cases (case_end records).
 	Cases int
@@ -104,6 +111,8 @@ type Report struct {
 	Problems   []string
 	Mismatches []Mismatch
 	Notes      []string
+	// Anchored is set when the audit was given an anchor.
+	Anchored bool
 
 	// for Resume
 	state   resumeState
@@ -226,6 +235,9 @@ func Audit(dir string, opt AuditOptions) (*Report, error) {
 	if err := a.readJournal(); err != nil {
 		return nil, err
 	}
+	if a.opt.Anchor != nil {
+		a.checkAnchor(a.anchorHash)
+	}
 	a.checkSeals()
 	a.checkManifest()
 	a.checkFiles()
@@ -276,7 +288,9 @@ type auditor struct {
 	segOpen      *Segment
 	recStart     int64 // the journal offset where the record being read starts
 	lastTime     time.Time
-	resultsAt    int64 // the journal's last record of results.json (0: none)
+	lastSeal     *Signature // the last valid seal, of the run or an amendment
+	anchorHash   string     // the hash of the anchored record (opt.Anchor)
+	resultsAt    int64      // the journal's last record of results.json (0: none)
 }
 
 type fileRec struct {

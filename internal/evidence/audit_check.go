@@ -44,6 +44,7 @@ func (a *auditor) checkSeals() {
 		rep.state.files[n], rep.state.fileSeqs[n] = f.digest, f.seq
 	}
 	rep.state.lastSamples, rep.state.lastCP, rep.state.lastTime = a.lastCP.bytes, a.lastCP, a.lastTime
+	rep.state.lastSeal = a.lastSeal
 	for _, seg := range a.segs {
 		if seg.Seal != nil && seg.Seal.key != nil {
 			seg.Seal.Trusted = trustedKey(seg.Seal.key, a.opt.Trusted)

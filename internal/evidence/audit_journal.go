@@ -95,6 +95,10 @@ func (a *auditor) readJournal() error {
 // record takes one checked record.
 func (a *auditor) record(r Record, offset int64, sc *samplesCursor) {
 	a.lastTime = r.Time
+	a.rep.HeadHash, a.rep.HeadAt = r.Hash, r.Time
+	if an := a.opt.Anchor; an != nil && r.Seq == an.Records {
+		a.anchorHash = r.Hash
+	}
 	if r.Seq == 1 {
 		a.bundleRecord(r)
 	}
@@ -295,6 +299,10 @@ func (a *auditor) seal(r Record) {
 // first and the last maxListed/2 of each kind are listed), and the data
 // of the run's last valid seal, which Resume writes again.
 func (a *auditor) keepSeal(s sealRec) {
+	if s.ok {
+		sig := s.sig
+		a.lastSeal = &sig
+	}
 	if s.ok && s.sig.Segment == 0 && trustedKey(s.sig.key, a.opt.Trusted) {
 		last := s
 		a.lastRunSeal = &last
@@ -432,6 +440,7 @@ type resumeState struct {
 	lastSamples int64
 	lastCP      cpEntry
 	lastTime    time.Time
+	lastSeal    *Signature        // the last valid seal: who sealed the head
 	files       map[string]string // the journal's last digest of each file
 	fileSeqs    map[string]int64  // the record of each file's last digest
 }

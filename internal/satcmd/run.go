@@ -324,6 +324,8 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 		fmt.Fprintf(stdout, "the next shift continues with:\n  %s\n", resumeCommand(args, dir))
 	case res.Abort != nil:
 		fmt.Fprintf(stdout, "fix the cause, then continue after the last completed case:\n  %s\n", resumeCommand(args, dir))
+	case signer != nil:
+		keepHead(stdout, dir)
 	}
 	return runner.ExitCode(res)
 }

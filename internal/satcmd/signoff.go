@@ -210,6 +210,7 @@ func amend(stdout, stderr io.Writer, name string, f amendFlags, am evidence.Amen
 		return fail(stderr, name, f.fs, err)
 	}
 	fmt.Fprintf(stdout, "%s: amendment %d (%s, %s by %s) added to %s\n", name, a.Segment, am.Purpose, am.Role, am.By, dir)
+	keepHead(stdout, dir)
 	return cli.ExitOK
 }
 

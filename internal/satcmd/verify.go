@@ -36,11 +36,23 @@ run's engineer, the witness, whoever signs), everything must be covered
 by a trusted signature: a run cut short, a tail after the last seal, a
 missing manifest or an untrusted amendment is a problem.
 
+What nothing inside a bundle can show is a tail cut off: the journal
+truncated back to before an amendment (a failing capture attached, a
+sign-off) and its attachments removed verifies, and with --trust too.
+--head-out FILE writes the bundle's head (its id, the number of records,
+the last one's hash and time, who sealed it last), only for a bundle
+that verifies; keep it outside the bundle (another machine, the site's
+document system). --anchor FILE then finds a bundle that no longer holds
+that record, or holds it rewritten, or is another bundle. Without
+--anchor, verify says up to which record it can prove nothing was cut.
+
 Exit codes: 0 intact, 2 problems found, 1 the bundle cannot be read.`
 
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("DIR [--trust authorized_keys]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR [--trust authorized_keys] [--anchor FILE] [--head-out FILE]", flag.ContinueOnError)
 	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format): only their signatures count, and they must cover everything")
+	anchorFile := fs.String("anchor", "", "a head of this bundle kept outside it (what --head-out wrote): the bundle must still hold it, as it was")
+	headOut := fs.String("head-out", "", "write the bundle's head to this file, if it verifies, to keep outside the bundle")
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 1 {
 		err = cli.Usagef("want one evidence directory, got %d arguments", len(pos))
@@ -58,20 +70,72 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "verify", fs, err)
 		}
 	}
-	rep, err := evidence.Audit(dir, evidence.AuditOptions{Trusted: keys})
+	var anchor *evidence.Anchor
+	if *anchorFile != "" {
+		if anchor, err = evidence.ReadAnchor(*anchorFile); err != nil {
+			return fail(stderr, "verify", fs, err)
+		}
+	}
+	rep, err := evidence.Audit(dir, evidence.AuditOptions{Trusted: keys, Anchor: anchor})
 	if err != nil {
 		return fail(stderr, "verify", fs, err)
 	}
 	printAudit(stdout, rep)
+	printAnchor(stdout, rep, anchor, dir)
 	if problems := rep.All(); len(problems) > 0 {
 		fmt.Fprintf(stdout, "FAILED: %d problem(s):\n", len(problems))
 		for _, p := range problems {
 			fmt.Fprintf(stdout, "  %s\n", p)
 		}
+		if *headOut != "" {
+			fmt.Fprintf(stdout, "head: not written to %s: the bundle does not verify\n", *headOut)
+		}
 		return cli.ExitFindings
+	}
+	if *headOut != "" {
+		if err := writeHead(stdout, rep, *headOut); err != nil {
+			return fail(stderr, "verify", fs, err)
+		}
 	}
 	fmt.Fprintf(stdout, "OK: %s is intact\n", dir)
 	return cli.ExitOK
+}
+
+// printAnchor says what the anchor proves, or, without one, how far
+// the bundle can prove nothing was cut off its end.
+func printAnchor(w io.Writer, rep *evidence.Report, a *evidence.Anchor, dir string) {
+	switch {
+	case rep.Records == 0:
+	case a == nil:
+		fmt.Fprintf(w, "anchor: none: anything after record %d (%s) could have been cut off unseen; keep the head outside the bundle (%s) and give it with --anchor FILE\n",
+			rep.Records, rep.HeadAt.UTC().Format("2006-01-02T15:04:05Z"), headCommand(dir))
+	case rep.OK():
+		fmt.Fprintf(w, "anchor: record %d, the head anchored at %s, is held as it was; %d record(s) after it\n", a.Records, a.When(), int64(rep.Records)-a.Records)
+	}
+}
+
+// writeHead writes the head of a bundle that verifies to path.
+func writeHead(w io.Writer, rep *evidence.Report, path string) error {
+	head, err := rep.Head()
+	if err != nil {
+		return err
+	}
+	if err := evidence.WriteAnchor(path, head); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "head: record %d of bundle %s (%s) written to %s: keep it outside the bundle, and give it to sat verify --anchor\n", head.Records, head.Bundle, shortDigest(head.Hash), path)
+	return nil
+}
+
+// keepHead says how to keep a bundle's new head outside it: sat run,
+// sign-off and attach print it after they seal.
+func keepHead(w io.Writer, dir string) {
+	fmt.Fprintf(w, "keep the new head outside the bundle, so that sat verify --anchor finds a tail cut off: %s\n", headCommand(dir))
+}
+
+// headCommand is the command that keeps dir's head outside it.
+func headCommand(dir string) string {
+	return "sat verify " + shellWord(dir) + " --head-out FILE"
 }
 
 // printAudit writes what an audit found, first whether the bundle is
