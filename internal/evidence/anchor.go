@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/seamdc/seam/internal/atomicfile"
 )
 
 // A bundle's journal is chained and sealed, so a record edited, removed
@@ -105,18 +107,13 @@ func ReadAnchor(path string) (*Anchor, error) {
 	return &a, nil
 }
 
-// WriteAnchor writes a to path whole (a temporary file renamed).
+// WriteAnchor writes a to path whole.
 func WriteAnchor(path string, a *Anchor) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("anchor: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("anchor: %w", err)
 	}
 	return nil

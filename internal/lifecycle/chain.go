@@ -13,6 +13,8 @@ import (
 	"hash"
 	"os"
 	"strings"
+
+	"github.com/seamdc/seam/internal/atomicfile"
 )
 
 // The history is a hash chain: each event's hash covers the hash of the
@@ -465,18 +467,13 @@ func ReadAnchor(path string) (*Anchor, error) {
 	return &a, nil
 }
 
-// WriteAnchor writes a to path whole (a temporary file renamed).
+// WriteAnchor writes a to path whole.
 func WriteAnchor(path string, a *Anchor) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("anchor: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("anchor: %w", err)
 	}
 	return nil
