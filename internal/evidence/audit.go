@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -38,6 +39,11 @@ type AuditOptions struct {
 	// verify --head-out): the journal must still hold its record, with
 	// its hash. A tail cut back to before it is then a problem.
 	Anchor *Anchor
+	// TimeStampRoots, if set, are the roots of the time-stamping
+	// authorities the site trusts: every stamp record's token must verify
+	// over its seal's statement and chain to them (stamp.go). Without
+	// them stamps are counted, not verified.
+	TimeStampRoots *x509.CertPool
 }
 
 // Report is what Audit found.
@@ -113,6 +119,19 @@ type Report struct {
 	Notes      []string
 	// Anchored is set when the audit was given an anchor.
 	Anchored bool
+	// Stamps counts the stamp records, StampsUnverified those not
+	// verified (no TimeStampRoots). StampedSeal is the newest seal record
+	// a verified stamp covers (0: none), StampedCovers the record that
+	// seal signs, StampedAt and StampedBy the authority's time and name.
+	// Unstamped lists the valid seals after it (with TimeStampRoots), up
+	// to a thousand; UnstampedSeals counts them.
+	Stamps, StampsUnverified int
+	StampedSeal              int64
+	StampedCovers            int64
+	StampedAt                time.Time
+	StampedBy                string
+	Unstamped                []int64
+	UnstampedSeals           int
 
 	// for Resume
 	state   resumeState
@@ -239,6 +258,7 @@ func Audit(dir string, opt AuditOptions) (*Report, error) {
 		a.checkAnchor(a.anchorHash)
 	}
 	a.checkSeals()
+	a.checkStamps()
 	a.checkManifest()
 	a.checkFiles()
 	a.checkResults()
@@ -288,9 +308,11 @@ type auditor struct {
 	segOpen      *Segment
 	recStart     int64 // the journal offset where the record being read starts
 	lastTime     time.Time
-	lastSeal     *Signature // the last valid seal, of the run or an amendment
-	anchorHash   string     // the hash of the anchored record (opt.Anchor)
-	resultsAt    int64      // the journal's last record of results.json (0: none)
+	lastSeal     *Signature   // the last valid seal, of the run or an amendment
+	anchorHash   string       // the hash of the anchored record (opt.Anchor)
+	resultsAt    int64        // the journal's last record of results.json (0: none)
+	stampable    []stampCheck // the last seals, for the stamp records after them
+	unstamped    []int64      // valid seals after the newest verified stamp
 }
 
 type fileRec struct {

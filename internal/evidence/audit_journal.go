@@ -105,13 +105,13 @@ func (a *auditor) record(r Record, offset int64, sc *samplesCursor) {
 	if m := a.rep.Manifest; m != nil && r.Seq == m.Records {
 		a.atManifest.seen, a.atManifest.hash, a.atManifest.offset, a.atManifest.cp = true, r.Hash, offset, a.lastCP
 	}
-	if a.rep.Complete && a.segOpen == nil && r.Kind != KindAmend && r.Kind != KindCheckpoint && r.Kind != KindSeal {
+	if a.rep.Complete && a.segOpen == nil && r.Kind != KindAmend && r.Kind != KindCheckpoint && r.Kind != KindSeal && r.Kind != KindStamp {
 		a.problem("record %d (%s) was appended after the run's end outside a signed amendment", r.Seq, r.Kind)
 	}
 	inRun := a.segOpen == nil && len(a.segs) == 0 && r.Kind != KindAmend
 	if inRun {
 		a.runLast = r.Seq
-		if r.Kind != KindSeal {
+		if r.Kind != KindSeal && r.Kind != KindStamp { // a stamp proves itself, over its seal
 			a.nonSeal++
 		}
 	}
@@ -120,6 +120,8 @@ func (a *auditor) record(r Record, offset int64, sc *samplesCursor) {
 		a.checkpoint(r, offset, sc)
 	case KindSeal:
 		a.seal(r)
+	case KindStamp:
+		a.stamp(r)
 	case KindFile:
 		var fr FileRecord
 		if err := strictJSON(r.Data, &fr); err != nil {
@@ -170,7 +172,7 @@ func (a *auditor) record(r Record, offset int64, sc *samplesCursor) {
 			a.rep.state.runStart, a.rep.state.started = r.Data, r.Time
 		}
 	}
-	if a.segOpen != nil && r.Kind != KindAmend && r.Kind != KindFile && r.Kind != KindCheckpoint && r.Kind != KindSeal {
+	if a.segOpen != nil && r.Kind != KindAmend && r.Kind != KindFile && r.Kind != KindCheckpoint && r.Kind != KindSeal && r.Kind != KindStamp {
 		a.segOpen.Adds = append(a.segOpen.Adds, fmt.Sprintf("a %s record", r.Kind))
 	}
 }
@@ -299,6 +301,7 @@ func (a *auditor) seal(r Record) {
 // first and the last maxListed/2 of each kind are listed), and the data
 // of the run's last valid seal, which Resume writes again.
 func (a *auditor) keepSeal(s sealRec) {
+	a.recentSeal(s)
 	if s.ok {
 		sig := s.sig
 		a.lastSeal = &sig

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/tsa"
 )
 
 // SyncEvery is the longest a record or sample may sit unsynced.
@@ -33,6 +34,10 @@ type Options struct {
 	By string
 	// SealEvery overrides the package's SealEvery (tests).
 	SealEvery time.Duration
+	// TimeStamp, if set, time-stamps the seals in the background
+	// (stamp.go); StampTimeout bounds one request (0: StampTimeout).
+	TimeStamp    *tsa.Authority
+	StampTimeout time.Duration
 }
 
 // Bundle is an open evidence bundle being written. Its methods are safe
@@ -65,6 +70,8 @@ type Bundle struct {
 	sealed   int64      // the seq the last seal covers
 	sealRec  int64      // the seq of the last seal record
 	lastSeal time.Time
+
+	st stamper
 }
 
 // cpRef is a checkpoint record as a seal names it.
@@ -329,20 +336,33 @@ func (b *Bundle) seal(role string) error {
 		return err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	r, err := b.appendLocked(KindSeal, "", data)
 	if err != nil {
+		b.mu.Unlock()
 		return err
 	}
 	b.sealed, b.sealRec, b.lastSeal = cp.seq, r.Seq, b.clock.Now()
-	return b.flushLocked()
+	b.sealedLocked(r.Seq, data.Statement)
+	err = b.flushLocked()
+	b.mu.Unlock()
+	if err == nil {
+		b.stampSoon()
+	}
+	return err
 }
 
 // Close seals (or syncs) and closes the files.
 func (b *Bundle) Close() error {
 	err := b.Seal()
+	if err == nil && !b.deferred {
+		b.stampLast() // the last seal's stamp, bounded by the timeout
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.stopStampsLocked()
+	if err == nil && !b.deferred && b.opt.TimeStamp != nil {
+		err = b.flushLocked()
+	}
 	return errors.Join(err, b.journal.Close(), b.samples.Close())
 }
 

@@ -70,13 +70,18 @@ func (b *Bundle) Finish(meta Meta) (*Manifest, error) {
 			return nil, err
 		}
 		b.mu.Lock()
-		_, err = b.appendLocked(KindSeal, "", data)
+		r, err := b.appendLocked(KindSeal, "", data)
+		if err == nil {
+			b.sealedLocked(r.Seq, data.Statement)
+		}
 		b.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
+		b.stampLast() // the last seal's stamp, before the manifest counts the records
 	}
 	b.mu.Lock()
+	b.stopStampsLocked()
 	st, err := b.journal.Stat()
 	size := int64(0)
 	if err == nil {

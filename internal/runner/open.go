@@ -55,7 +55,7 @@ func (r *Runner) open() error {
 		return r.openRetry(digest)
 	}
 	var err error
-	opt := evidence.Options{Signer: cfg.Signer, By: cfg.Operator.Who()}
+	opt := evidence.Options{Signer: cfg.Signer, By: cfg.Operator.Who(), TimeStamp: cfg.TimeStamp}
 	written := map[string]bool{} // the files a resumed bundle already holds
 	if cfg.Resume {
 		written, err = r.resume(digest, opt)

@@ -17,6 +17,7 @@ import (
 	"github.com/seamdc/seam/internal/grade"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
+	"github.com/seamdc/seam/internal/tsa"
 	"github.com/seamdc/seam/internal/version"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	// end and at least every minute, and signs the manifest (SSHSIG,
 	// namespace seam-evidence); nil writes an unsigned bundle.
 	Signer evidence.Signer
+	// TimeStamp, if set, time-stamps the run's seals in the background
+	// (RFC 3161; evidence.Options.TimeStamp).
+	TimeStamp *tsa.Authority
 	// ContractsDigest is the digest of the contracts the plan was checked
 	// against; Shortened says what the run shortened, for the evidence.
 	ContractsDigest string

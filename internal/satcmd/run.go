@@ -21,6 +21,7 @@ import (
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
 	"github.com/seamdc/seam/internal/runner"
+	"github.com/seamdc/seam/internal/tsa"
 )
 
 func init() {
@@ -92,6 +93,7 @@ type runFlags struct {
 	logFormat                              string
 	scale                                  scaleFlag
 	ui, uiTokens                           string // --ui ADDR, --ui-token-file FILE (ui.go)
+	stampURL, stampRoots                   string // --time-stamp-url, --time-stamp-roots
 }
 
 // scaleFlag is --time-scale: site seconds per wall second, or "max"
@@ -174,6 +176,8 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	fs.StringVar(&f.logFormat, "log-format", "text", cli.LogFormatUsage)
 	fs.StringVar(&f.ui, "ui", "", "serve a live view of the run at this address (127.0.0.1:PORT; another host needs --ui-token-file)")
 	fs.StringVar(&f.uiTokens, "ui-token-file", "", "with --ui: the live view's tokens, one a line: operator NAME TOKEN or viewer NAME TOKEN")
+	fs.StringVar(&f.stampURL, "time-stamp-url", "", "time-stamp every seal at this RFC 3161 authority, in the background (with --time-stamp-roots)")
+	fs.StringVar(&f.stampRoots, "time-stamp-roots", "", "with --time-stamp-url: the PEM root certificate(s) the authority's must chain to")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return f, "", fs, err
@@ -215,6 +219,12 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 		err = cli.Usagef("--sim-control is for a simulator in another process, with --site")
 	case f.uiTokens != "" && f.ui == "":
 		err = cli.Usagef("--ui-token-file needs --ui ADDR")
+	case f.stampURL != "" && f.stampRoots == "":
+		err = cli.Usagef("--time-stamp-url needs --time-stamp-roots FILE, the authority's root certificate(s)")
+	case f.stampRoots != "" && f.stampURL == "":
+		err = cli.Usagef("--time-stamp-roots needs --time-stamp-url URL, the authority to ask")
+	case f.stampURL != "" && f.key.key == "":
+		err = cli.Usagef("--time-stamp-url stamps the bundle's seals: give --sign-key KEY")
 	case f.unsigned && f.key.key != "":
 		err = cli.Usagef("give one of --sign-key and --unsigned")
 	case !f.simulate && !f.unsigned && f.key.key == "":
@@ -269,13 +279,17 @@ func runCtx(ctx context.Context, args []string, stdout, stderr io.Writer, stdin 
 			return fail(stderr, "run", fs, err)
 		}
 	}
+	stamp, err := timeStampAuthority(f.stampURL, f.stampRoots)
+	if err != nil {
+		return fail(stderr, "run", fs, err)
+	}
 	env, err := openSite(ctx, f, p, b, dir, lookupEnv, log)
 	if err != nil {
 		return fail(stderr, "run", fs, err)
 	}
 	defer env.close()
 	cfg := runner.Config{Plan: p, PlanBytes: raw, Site: env.site, Dir: dir, Resume: f.resume != "", Clock: env.clk, Log: log,
-		Operator: operator(f, env, stdin, stderr, lookupEnv), Progress: stderr, Terminal: isTerminal(stderr), Signer: signer,
+		Operator: operator(f, env, stdin, stderr, lookupEnv), Progress: stderr, Terminal: isTerminal(stderr), Signer: signer, TimeStamp: stamp,
 		ContractsDigest: contractsDigest, Shortened: shortened(p, env.site),
 		Cases: f.cases, From: f.from, Until: f.until, Retry: f.retry != ""}
 	ui, err := startUI(ctx, f, &cfg, stderr, log)
@@ -525,4 +539,21 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
+}
+
+// timeStampAuthority is the authority --time-stamp-url and
+// --time-stamp-roots name (nil: none).
+func timeStampAuthority(url, rootsFile string) (*tsa.Authority, error) {
+	if url == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(rootsFile)
+	if err != nil {
+		return nil, fmt.Errorf("--time-stamp-roots: %w", err)
+	}
+	roots, err := tsa.ParseRoots("--time-stamp-roots "+rootsFile, raw)
+	if err != nil {
+		return nil, err
+	}
+	return &tsa.Authority{URL: url, Roots: roots}, nil
 }

@@ -1,10 +1,12 @@
 package satcmd
 
 import (
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/grade"
+	"github.com/seamdc/seam/internal/tsa"
 )
 
 func init() {
@@ -49,10 +52,11 @@ that record, or holds it rewritten, or is another bundle. Without
 Exit codes: 0 intact, 2 problems found, 1 the bundle cannot be read.`
 
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("DIR [--trust authorized_keys] [--anchor FILE] [--head-out FILE]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR [--trust authorized_keys] [--anchor FILE] [--head-out FILE] [--time-stamp-roots FILE]", flag.ContinueOnError)
 	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format): only their signatures count, and they must cover everything")
 	anchorFile := fs.String("anchor", "", "a head of this bundle kept outside it (what --head-out wrote): the bundle must still hold it, as it was")
 	headOut := fs.String("head-out", "", "write the bundle's head to this file, if it verifies, to keep outside the bundle")
+	stampRoots := fs.String("time-stamp-roots", "", "the PEM root certificate(s) of the time-stamping authority the site trusts: every stamp of a seal must verify against them")
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 1 {
 		err = cli.Usagef("want one evidence directory, got %d arguments", len(pos))
@@ -76,11 +80,24 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "verify", fs, err)
 		}
 	}
-	rep, err := evidence.Audit(dir, evidence.AuditOptions{Trusted: keys, Anchor: anchor})
+	var roots *x509.CertPool
+	if *stampRoots != "" {
+		raw, err := os.ReadFile(*stampRoots)
+		if err != nil {
+			return fail(stderr, "verify", fs, fmt.Errorf("--time-stamp-roots: %w", err))
+		}
+		if roots, err = tsa.ParseRoots("--time-stamp-roots "+*stampRoots, raw); err != nil {
+			return fail(stderr, "verify", fs, err)
+		}
+	}
+	rep, err := evidence.Audit(dir, evidence.AuditOptions{Trusted: keys, Anchor: anchor, TimeStampRoots: roots})
 	if err != nil {
 		return fail(stderr, "verify", fs, err)
 	}
 	printAudit(stdout, rep)
+	if line := rep.StampLine(roots != nil); line != "" {
+		fmt.Fprintln(stdout, line)
+	}
 	printAnchor(stdout, rep, anchor, dir)
 	if problems := rep.All(); len(problems) > 0 {
 		fmt.Fprintf(stdout, "FAILED: %d problem(s):\n", len(problems))
