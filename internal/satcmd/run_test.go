@@ -63,7 +63,7 @@ func mustAbs(p string) string {
 var plans sync.Map // level → path of a compiled plan
 
 // examplePlan compiles the example for module ma at level, once.
-func examplePlan(t *testing.T, level string) string {
+func examplePlan(t testing.TB, level string) string {
 	t.Helper()
 	if p, ok := plans.Load(level); ok {
 		return p.(string)
@@ -115,7 +115,7 @@ func TestRunScripts(t *testing.T) {
 }
 
 // sat runs sat in process and returns its exit code and output.
-func sat(t *testing.T, args ...string) (int, string, string) {
+func sat(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := -1
@@ -128,7 +128,7 @@ func sat(t *testing.T, args ...string) (int, string, string) {
 }
 
 // simRun runs a plan against the in-process simulated site.
-func simRun(t *testing.T, planPath, out string, extra ...string) (int, *results.Results, string) {
+func simRun(t testing.TB, planPath, out string, extra ...string) (int, *results.Results, string) {
 	t.Helper()
 	args := append([]string{"run", planPath, "--sim", "--contracts", exampleDir, "--fixtures", fixturesDir,
 		"--time-scale", e2eScale, "--out", out}, extra...)
@@ -193,7 +193,7 @@ func TestSimulatedPlansPass(t *testing.T) {
 
 // sshKey writes a new ed25519 key and returns the private key's path
 // and a file holding its public key.
-func sshKey(t *testing.T) (string, string) {
+func sshKey(t testing.TB) (string, string) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
