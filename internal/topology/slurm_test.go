@@ -71,7 +71,7 @@ func TestSlurmRunsTheTree(t *testing.T) {
 		assert.True(t, strings.HasPrefix(n, "gpu-b-"), "job %s on %v: all in module mb", job, nodes)
 	}
 	assert.Len(t, nodes, 4)
-	c.Must("scancel", job)
+	cancel(t, c, job)
 
 	// --switches counts leaf switches: two racks' worth in at most two
 	job = strings.TrimSpace(c.Must("sbatch", "--parsable", "--output=/dev/null", "--nodes=4", "--switches=2", "--wrap", "sleep 120"))
@@ -82,12 +82,12 @@ func TestSlurmRunsTheTree(t *testing.T) {
 		racks[n[:len("gpu-b-r01")]] = true
 	}
 	assert.Len(t, racks, 2, "job on %v", nodes)
-	c.Must("scancel", job)
+	cancel(t, c, job)
 
 	// the generation's feature keeps a job on one generation
 	job = strings.TrimSpace(c.Must("sbatch", "--parsable", "--output=/dev/null", "--nodes=2", "--constraint="+Feature("gb300-nvl72"), "--wrap", "sleep 120"))
 	assert.Len(t, running(t, c, job), 2)
-	c.Must("scancel", job)
+	cancel(t, c, job)
 }
 
 // The control: without the topology, the same job on the same cluster
@@ -104,14 +104,14 @@ func TestSlurmWithoutTheTreeSpansModules(t *testing.T) {
 		modules[n[:len("gpu-a")]] = true
 	}
 	assert.Len(t, modules, 2, "job %s on %v spans modules", job, nodes)
-	c.Must("scancel", job)
+	cancel(t, c, job)
 }
 
 // running waits for a job to run and returns its nodes.
 func running(t *testing.T, c *slurmtest.Cluster, job string) []string {
 	t.Helper()
 	var last string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		last = c.Must("squeue", "-h", "-j", job, "-o", "%T %N %r")
 		if f := strings.Fields(last); len(f) >= 2 && f[0] == "RUNNING" {
 			nodes, err := hostlist.Expand(f[1])
@@ -121,6 +121,25 @@ func running(t *testing.T, c *slurmtest.Cluster, job string) []string {
 	}
 	t.Fatalf("job %s does not run: %s", job, last)
 	return nil
+}
+
+// cancel cancels a job and waits until it has left its nodes (a busy
+// machine's slurmd can take seconds to end it), so that the next job
+// finds them free.
+func cancel(t *testing.T, c *slurmtest.Cluster, job string) {
+	t.Helper()
+	c.Must("scancel", job)
+	var last string
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		// squeue shows the job COMPLETING, then CANCELLED, then (after
+		// MinJobAge) not at all: an unknown job id is an error
+		out, err := c.Run("squeue", "-h", "-j", job, "-t", "all", "-o", "%T")
+		last = strings.TrimSpace(out)
+		if err != nil || last == "" || last == "CANCELLED" {
+			return
+		}
+	}
+	t.Fatalf("job %s did not end after scancel: %s", job, last)
 }
 
 // The example's whole topology.conf (864 nodes, 48 racks, 3 modules)
