@@ -171,7 +171,8 @@ func TestOptimalIntervalShrinksAsRateGrows(t *testing.T) {
 // Daly's two branches do not meet: at δ = 2M the series gives 4δ/9 and
 // the second branch M = δ/2, so his τ jumps up as M falls through δ/2.
 // The complete model's optimum has no such step, which is why the
-// checkpoint advice compares against it and calls δ ≥ 2M write-bound.
+// checkpoint advice compares against it (and derives write-bound from
+// it: TestWriteBoundAtTheModelsBoundary).
 func TestDalyBranchesDoNotMeet(t *testing.T) {
 	d := 10 * time.Minute
 	above := domains.Daly(d, d/2+time.Second).Seconds()
@@ -180,6 +181,37 @@ func TestDalyBranchesDoNotMeet(t *testing.T) {
 	assert.InDelta(t, d.Seconds()/2, below, 1)
 	assert.Greater(t, below, above)
 	assert.LessOrEqual(t, domains.Optimum(d, d/2-time.Second), domains.Optimum(d, d/2+time.Second))
+}
+
+// A job is write-bound where the complete model's optimum computes no
+// longer than the job writes: δ/M ≈ 0.797, the root of 1 − x = e^{−2x}.
+// At an MTBF of an hour a 47-minute write still has an interval worth
+// choosing and a 48-minute one does not; code, advice and the constant
+// the docs quote agree.
+func TestWriteBoundAtTheModelsBoundary(t *testing.T) {
+	x := domains.WriteBoundShare
+	assert.InDelta(t, 0, 1-x-math.Exp(-2*x), 1e-3, "the share is the root of 1 − x = e^(−2x)")
+	m := time.Hour
+	for _, c := range []struct {
+		write time.Duration
+		bound bool
+	}{{time.Minute, false}, {30 * time.Minute, false}, {47 * time.Minute, false}, {48 * time.Minute, true}, {2 * time.Hour, true}} {
+		assert.Equal(t, c.bound, domains.WriteBound(c.write, m), "a %s write at a 1 h MTBF", c.write)
+		assert.Equal(t, c.bound, domains.Optimum(c.write, m) <= c.write, "%s", c.write)
+	}
+	assert.False(t, domains.WriteBound(time.Hour, domains.MTBF(0)), "no interruptions: never write-bound")
+
+	rates := domains.Rates{Domain: 720} // one interruption an hour
+	job := func(w time.Duration) domains.Job {
+		return domains.Job{Name: "slow", GPUs: 1152, Interval: 3 * time.Hour, Write: w, Restart: time.Minute}
+	}
+	rep := evaluate(t, threeModules(), rates, job(48*time.Minute))
+	require.NotNil(t, rep.Jobs[0].Checkpoint)
+	assert.True(t, rep.Jobs[0].Checkpoint.WriteBound)
+	assert.Contains(t, strings.Join(rep.Advice, "\n"), "job slow writes a checkpoint in 48 min, 80.0 % of its 1 h MTBF (write-bound from 79.7 %): even at the best interval it would write as long as it computes, so no interval helps; write faster or run smaller")
+	rep = evaluate(t, threeModules(), rates, job(47*time.Minute))
+	assert.False(t, rep.Jobs[0].Checkpoint.WriteBound)
+	assert.NotContains(t, strings.Join(rep.Advice, "\n"), "write-bound")
 }
 
 // The property: packing a job into one failure domain never costs more

@@ -138,8 +138,9 @@ type Checkpoint struct {
 	// CostGPUHours is what the job's interval costs against the optimum
 	// a month: (ETTR optimum − ETTR fixed) × month × GPUs.
 	CostGPUHours float64 `json:"fixed_interval_cost_gpu_hours_per_month"`
-	// WriteBound is set when a write takes half the MTBF or more: no
-	// interval helps (Daly's second branch).
+	// WriteBound is set when even the optimum interval would compute no
+	// longer than the job writes (a write of about 0.8 MTBF or more; see
+	// domains.WriteBound): no interval helps.
 	WriteBound bool `json:"write_bound,omitempty"`
 }
 
@@ -503,7 +504,7 @@ func checkpoint(j Job, mtbf time.Duration) *Checkpoint {
 	young, daly, opt := Young(j.Write, mtbf)+j.Write, Daly(j.Write, mtbf)+j.Write, Optimum(j.Write, mtbf)+j.Write
 	c := &Checkpoint{MTBFh: mtbf.Hours(), YoungMin: young.Minutes(), DalyMin: daly.Minutes(), OptimumMin: opt.Minutes(),
 		ETTRFixed: ETTR(j.Interval, j.Write, j.Restart, mtbf), ETTRDaly: ETTR(daly, j.Write, j.Restart, mtbf),
-		ETTROptimum: ETTR(opt, j.Write, j.Restart, mtbf), WriteBound: j.Write >= 2*mtbf}
+		ETTROptimum: ETTR(opt, j.Write, j.Restart, mtbf), WriteBound: WriteBound(j.Write, mtbf)}
 	c.CostGPUHours = max(0, c.ETTROptimum-c.ETTRFixed) * Month.Hours() * float64(j.GPUs)
 	return c
 }

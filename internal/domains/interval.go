@@ -59,6 +59,25 @@ func Optimum(write, mtbf time.Duration) time.Duration {
 	return seconds((lo + hi) / 2 * mtbf.Seconds())
 }
 
+// WriteBound reports whether a job is write-bound: at the optimum
+// interval it would compute no longer than it writes (τ* ≤ δ), so no
+// interval helps and only a faster write or a smaller job does. Putting
+// τ = δ into the optimum's condition (1 − τ/M)·e^{τ/M} = e^{−δ/M} gives
+// 1 − δ/M = e^{−2δ/M}, whose root is δ/M ≈ 0.797 (WriteBoundShare): a
+// write of about four fifths of the MTBF or more. There the best
+// interval's ETTR is at most about 20 % (with no restart time).
+func WriteBound(write, mtbf time.Duration) bool {
+	if write <= 0 || mtbf <= 0 || isInf(mtbf) {
+		return false
+	}
+	return Optimum(write, mtbf) <= write
+}
+
+// WriteBoundShare is the write as a share of the MTBF from which a job is
+// write-bound, the root of 1 − x = e^{−2x}; for the words of the advice
+// and the docs (WriteBound decides from the model itself).
+const WriteBoundShare = 0.797
+
 // ETTR is the effective training time ratio in Daly's complete model
 // with exponentially distributed interruptions: the share of wall time
 // that is useful work for a job that computes τ = interval − write

@@ -37,8 +37,8 @@ func advice(r Report) []string {
 		}
 		if c := j.Checkpoint; c != nil {
 			if c.WriteBound {
-				out = append(out, fmt.Sprintf("job %s writes a checkpoint in %s, half its %s MTBF or more: no interval helps; write faster or run smaller",
-					j.Name, duration(j.WriteMin), duration(c.MTBFh*60)))
+				out = append(out, fmt.Sprintf("job %s writes a checkpoint in %s, %s of its %s MTBF (write-bound from %s): even at the best interval it would write as long as it computes, so no interval helps; write faster or run smaller",
+					j.Name, duration(j.WriteMin), percent(j.WriteMin/(c.MTBFh*60)), duration(c.MTBFh*60), percent(WriteBoundShare)))
 				continue
 			}
 			out = append(out, fmt.Sprintf("job %s checkpoints every %s; at a %s MTBF the optimum is every %s (Daly %s, Young %s): its interval costs %s GPU-h a month (ETTR %s against %s)",

@@ -134,10 +134,11 @@ func (ll loopLoad) text() string {
 
 // runsLiquid reports whether a rack still runs a tray that a loop cools
 // (through its manifold, or directly when the rack is known by its
-// counts only).
+// counts only). The manifold itself is cooled but draws nothing: a rack
+// whose trays all stopped puts no heat into the loop.
 func (b *blaster) runsLiquid(rack ID) bool {
 	for _, t := range b.g.Children(rack) {
-		if len(b.g.In(Cools, t)) > 0 && !b.out(t) {
+		if b.g.els[t].Kind.IsTray() && !b.out(t) && len(b.g.In(Cools, t)) > 0 {
 			return true
 		}
 	}

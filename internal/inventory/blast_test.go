@@ -170,6 +170,25 @@ func TestBlastLoopCapacity(t *testing.T) {
 	assert.Equal(t, "1 of 3 CDUs (1.2 MW for 1.287 MW of heat)", reasons(imp.Causes)["l1/loop"])
 }
 
+// The same with the racks' busbars lost instead of the racks: a rack
+// whose trays all lost power puts no heat into the loop, though its
+// manifold is still there (an outsider's site once stopped the whole
+// module here).
+func TestBlastLoopCapacityAfterThePowerStep(t *testing.T) {
+	g := sharedExample(t)
+	cdus := []string{"l1/loop/cdu-1", "l1/loop/cdu-2"}
+	six := append(cdus, suffixed(racksOf("ma", 1, 6), "/busbar")...)
+	imp := blast(t, g, six...)
+	assert.Len(t, imp.Nodes, 6*18, "only the nodes of the busbars lost stop")
+	assert.Empty(t, imp.Modules)
+	assert.Equal(t, "1 of 3 CDUs (1.2 MW for 1.17 MW of heat)", reasons(imp.Degraded)["l1/loop"])
+
+	five := append(cdus[:2:2], suffixed(racksOf("ma", 1, 5), "/busbar")...)
+	imp = blast(t, g, five...)
+	assert.Len(t, imp.Nodes, 288)
+	assert.Equal(t, "1 of 3 CDUs (1.2 MW for 1.287 MW of heat)", reasons(imp.Causes)["l1/loop"])
+}
+
 // A pump of a CDU with two (N+1) costs the CDU its redundancy; both
 // pumps cost the CDU, and the loop is left with two CDUs of three.
 func TestBlastPumps(t *testing.T) {
