@@ -156,6 +156,15 @@ type rackBuild struct {
 	bySlot                       map[int]*TrayRecord
 	names                        []*NodeRecord
 	node                         int // compute trays added
+	// ports: the cable in each port of a switch, by switch slot and port
+	// (as built)
+	ports map[[2]int]cableEnd
+}
+
+// cableEnd is what a switch port's cable comes from, for a message.
+type cableEnd struct {
+	what string // "the BMC of", "the data NICs of"
+	rec  *TrayRecord
 }
 
 func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
@@ -309,7 +318,7 @@ func (b *builder) tray(r *Rack, rb *rackBuild, t *TrayDesign, i, slot int) {
 	}
 	b.parts(rb, t, key, id, rec)
 	if t.Kind == Compute {
-		b.cable(rb, id, rec == nil, portOf(rec, false), KindTorSwitch)
+		b.cable(rb, id, rec, portOf(rec, false), KindTorSwitch)
 	}
 }
 
@@ -406,7 +415,7 @@ func (b *builder) parts(rb *rackBuild, t *TrayDesign, key string, id ID, rec *Tr
 			pid, _ := g.add(id, e)
 			if p.Kind == BMC && n == 1 {
 				g.link(ManagedBy, id, pid)
-				b.cable(rb, pid, rec == nil, portOf(rec, true), KindManagementSwitch)
+				b.cable(rb, pid, rec, portOf(rec, true), KindManagementSwitch)
 			}
 		}
 	}
@@ -426,18 +435,22 @@ func portOf(rec *TrayRecord, bmc bool) *Port {
 	return nil
 }
 
-// cable connects id to the switch in the slot the as-built names, or,
-// by design (no as-built record), to the rack's first switch of kind.
-func (b *builder) cable(rb *rackBuild, id ID, byDesign bool, port *Port, kind Kind) {
+// cable connects id to the switch in the slot the as-built record rec
+// names, or, by design (no as-built record), to the rack's first switch
+// of kind. A switch port takes one cable (INV025).
+func (b *builder) cable(rb *rackBuild, id ID, rec *TrayRecord, port *Port, kind Kind) {
 	if port != nil {
-		if sw, ok := rb.tors[port.Switch]; ok {
+		sw, ok := rb.tors[port.Switch]
+		if !ok {
+			sw, ok = rb.mgmts[port.Switch]
+		}
+		if ok {
 			b.g.link(Connects, id, sw)
-		} else if sw, ok := rb.mgmts[port.Switch]; ok {
-			b.g.link(Connects, id, sw)
+			b.port(rb, rec, port, sw, kind)
 		}
 		return
 	}
-	if !byDesign {
+	if rec != nil {
 		return
 	}
 	pool := rb.tors
@@ -447,6 +460,31 @@ func (b *builder) cable(rb *rackBuild, id ID, byDesign bool, port *Port, kind Ki
 	if slots := sortedKeys(pool); len(slots) > 0 {
 		b.g.link(Connects, id, pool[slots[0]])
 	}
+}
+
+// port records the cable of rec in a switch port, reporting a port
+// that has one already.
+func (b *builder) port(rb *rackBuild, rec *TrayRecord, port *Port, sw ID, kind Kind) {
+	if port.Port <= 0 {
+		return
+	}
+	what := "the data NICs of"
+	if kind == KindManagementSwitch {
+		what = "the BMC of"
+	}
+	if rb.ports == nil {
+		rb.ports = map[[2]int]cableEnd{}
+	}
+	at := [2]int{port.Switch, port.Port}
+	prev, taken := rb.ports[at]
+	if !taken {
+		rb.ports[at] = cableEnd{what, rec}
+		return
+	}
+	swe := b.g.els[sw]
+	b.diags.Errorf(RulePort, rec.Pos, "", "rack %s: port %d of %s %s at U%d has two cables: from %s the %s tray at U%d, and from %s the %s tray at U%d (%s)",
+		rb.rec.Name, port.Port, kindLabel(swe.Kind), swe.Key, swe.Slot, what, rec.Kind, rec.Slot, prev.what, prev.rec.Kind, prev.rec.Slot, prev.rec.Pos).Hint =
+		"a port takes one cable: read the port of one of them again at the switch, and fix its record's \"port\""
 }
 
 // partKeys are the keys of a tray's parts, "key/name-n" in the order

@@ -2,10 +2,12 @@ package inventory
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/topology/names"
 )
 
 // Check checks the joined graph: power paths, busbars with a PSU, a
@@ -20,7 +22,9 @@ func Check(g *Graph) diag.List {
 	c.cooling()
 	c.bmcs()
 	c.identities()
+	c.bmcAddresses()
 	c.names()
+	c.designPower()
 	c.domains()
 	return c.diags
 }
@@ -306,28 +310,131 @@ func (c *checker) identities() {
 	}
 }
 
-// names reports two nodes with one Slurm or one Kubernetes name.
+// names checks every node's names: a Slurm and a Kubernetes name its
+// scheduler takes (the check contractc topology makes, in its words),
+// each on one node; a BMC host name on one node; its data NICs on no
+// management switch. One pass over the nodes.
 func (c *checker) names() {
 	g := c.g
-	slurm, kube := map[string]ID{}, map[string]ID{}
-	for _, id := range g.OfKind(KindCompute) {
-		n := g.El(id).Names
+	nodes := g.OfKind(KindCompute)
+	slurm, kube, bmc := make(map[string]ID, len(nodes)), make(map[string]ID, len(nodes)), make(map[string]ID, len(nodes))
+	for _, id := range nodes {
+		e := g.El(id)
+		c.dataCabling(id)
+		n := e.Names
 		if n == nil {
 			continue
 		}
+		for _, err := range names.Node(n.Slurm, n.Kubernetes) {
+			c.diags.Errorf(RuleNodeName, e.Pos, e.Key, "%s: %v", c.label(id), err).Hint =
+				`rename the node in its record's "node": Slurm takes letters, digits, '-', '_' and '.'; Kubernetes lower-case letters, digits, '-' and '.' (no "kubernetes" name: its Slurm name must suit both)`
+		}
 		for _, x := range []struct {
-			rule, what, name string
-			seen             map[string]ID
-		}{{RuleSlurmName, "Slurm", n.Slurm, slurm}, {RuleKubeName, "Kubernetes", n.Kubernetes, kube}} {
+			rule, what, name, why string
+			seen                  map[string]ID
+		}{{RuleSlurmName, "Slurm", n.Slurm, "every node needs its own Slurm name: topology, drains and burn-in find nodes by it", slurm},
+			{RuleKubeName, "Kubernetes", n.Kubernetes, "every node needs its own Kubernetes name: topology, drains and burn-in find nodes by it", kube},
+			{RuleBMCName, "BMC host", n.BMC, "every BMC needs its own host name: contractc blast, drains and the BMC client find a tray by it, and would pick one of the two", bmc}} {
 			if x.name == "" {
 				continue
 			}
 			if prev, ok := x.seen[x.name]; ok {
-				c.diags.Errorf(x.rule, g.El(id).Pos, g.El(id).Key, "compute tray %s has %s name %s, as compute tray %s at %s has", g.El(id).Key,
-					x.what, x.name, g.El(prev).Key, g.El(prev).Pos).Hint = "every node needs its own " + x.what + " name: topology, drains and burn-in find nodes by it"
+				c.diags.Errorf(x.rule, e.Pos, e.Key, "compute tray %s has %s name %s, as compute tray %s at %s has", e.Key,
+					x.what, x.name, g.El(prev).Key, g.El(prev).Pos).Hint = x.why
 				continue
 			}
 			x.seen[x.name] = id
+		}
+	}
+}
+
+// dataCabling reports a node whose data NICs are cabled to a management
+// switch (INV008's mirror): blast radius would take the management
+// switch for its data path.
+func (c *checker) dataCabling(id ID) {
+	g := c.g
+	for _, sw := range g.Out(Connects, id) {
+		if g.El(sw).Kind != KindManagementSwitch {
+			continue
+		}
+		var tors []string
+		rack := g.Parent(id)
+		for _, t := range g.Children(rack) {
+			if g.El(t).Kind == KindTorSwitch {
+				tors = append(tors, fmt.Sprintf("%s at U%d", g.El(t).Key[len(g.El(rack).Key)+1:], g.El(t).Slot))
+			}
+		}
+		hint := `cable them to one of the rack's ToR switches: "data": {"switch": <its U>, "port": N}`
+		if len(tors) > 0 {
+			hint = fmt.Sprintf(`cable them to one of the rack's ToR switches (%s): "data": {"switch": <its U>, "port": N}`, strings.Join(tors, ", "))
+		}
+		e := g.El(id)
+		c.diags.Errorf(RuleDataOnMgmt, e.Pos, e.Key, "the data NICs of %s are cabled to the management network (management switch %s at U%d): a node's data belongs on the ToR switches, and blast radius would take the management switch for its data path",
+			c.label(id), g.El(sw).Key, g.El(sw).Slot).Hint = hint
+	}
+}
+
+// bmcAddresses checks that every BMC's address is an IP address, and
+// no two BMCs answer at one.
+func (c *checker) bmcAddresses() {
+	g := c.g
+	bmcs := g.byKind[g.kindStart[KindBMC]:g.kindStart[KindBMC+1]]
+	seen := make(map[netip.Addr]ID, len(bmcs))
+	for _, id := range bmcs {
+		e := g.El(id)
+		if e.BMCAddress == "" {
+			continue
+		}
+		a, err := netip.ParseAddr(e.BMCAddress)
+		if err != nil {
+			c.diags.Errorf(RuleBMCAddress, e.Pos, e.Key, "the BMC of %s answers at %q, which is not an IP address: the BMC client cannot reach it",
+				c.label(g.Parent(id)), e.BMCAddress).Hint = `give the BMC's IPv4 or IPv6 address, without a prefix length or port: "bmc": {"address": "10.1.1.5", …}`
+			continue
+		}
+		if prev, ok := seen[a]; ok {
+			c.diags.Errorf(RuleBMCAddress, e.Pos, e.Key, "the BMC of %s answers at %s, as the BMC of %s at %s does: one address reaches one BMC",
+				c.label(g.Parent(id)), a, c.label(g.Parent(prev)), g.El(prev).Pos).Hint = "read the address of one of them again from its BMC (or the DHCP lease)"
+			continue
+		}
+		seen[a] = id
+	}
+}
+
+// designPower reports a rack whose design power is below the design draw
+// of its trays (spares draw none): the power rules would size its
+// busbar, its feeds and its block for less than it draws.
+func (c *checker) designPower() {
+	g := c.g
+	for _, m := range g.Site.Modules {
+		for _, r := range m.Racks {
+			if r.DesignOf == nil || !r.DesignPower.Set {
+				continue
+			}
+			rid, ok := g.Lookup(r.ID)
+			if !ok {
+				continue
+			}
+			var draw int64
+			for _, t := range g.Children(rid) {
+				if e := g.El(t); e.Kind.IsTray() && e.Kind != KindPowerShelf && !e.Spare {
+					draw += e.PowerW
+				}
+			}
+			want := Watts(r.DesignPower)
+			if draw <= want {
+				continue
+			}
+			var groups []string
+			for _, t := range r.DesignOf.Trays {
+				if t.Kind != PowerShelf && t.Power.Set {
+					groups = append(groups, fmt.Sprintf("%d %s × %s", t.Count(), t.Name, t.Power.Raw))
+				}
+			}
+			pos := firstValid(r.DesignPower.Pos, r.Pos)
+			d := c.diags.Errorf(RuleDesignPower, pos, r.Path, "%s: its design power of %s is below the design draw of its trays, %s (%s): the busbar, feed and block checks would size for less than it draws",
+				r.Path, kw(want), kw(draw), strings.Join(groups, ", "))
+			d.Hint = "raise the rack's design_power to at least its trays' draw, or fix the design's tray power"
+			d.Related = []diag.Related{{Pos: r.DesignOf.Pos, Message: "its design " + r.DesignOf.Name}}
 		}
 	}
 }

@@ -124,6 +124,11 @@ type Element struct {
 	// rack's or busbar's design power, in W.
 	PowerW int64
 	Liquid bool
+	// Spare: a tray the handover declares spare, on the shelf: in no
+	// slot, powered, cooled or cabled by nothing, no node of a scheduler,
+	// drawing no design power. Reserved: a rack position the handover
+	// declares reserved and empty: the rack holds nothing.
+	Spare, Reserved bool
 	// Names are a compute tray's names in Slurm, Kubernetes and its BMC.
 	Names *NodeNames
 	// BMCAddress is where a BMC answers.

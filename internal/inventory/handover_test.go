@@ -31,7 +31,7 @@ func smallSite(t testing.TB) *inventory.Site {
 	design := &inventory.RackDesign{Name: "small", HeightU: 8, Trays: []*inventory.TrayDesign{
 		{Name: "compute", Kind: inventory.Compute, Slots: []int{1, 2}, HeightU: 1, Power: q(t, "10 kW"), Liquid: true,
 			Parts: []*inventory.PartDesign{{Name: "bmc", Kind: inventory.BMC, Count: 1}, {Name: "gpu", Kind: inventory.GPU, Count: 4}}},
-		{Name: "mgmt", Kind: inventory.ManagementSwitch, Slots: []int{3}, HeightU: 1, Power: q(t, "0.1 kW")},
+		{Name: "mgmt", Kind: inventory.ManagementSwitch, Slots: []int{3}, HeightU: 1},
 		{Name: "shelf", Kind: inventory.PowerShelf, Slots: []int{4, 5}, HeightU: 1, PSUs: 4, PSUPower: q(t, "10 kW"),
 			Feeds: []inventory.Ref{{To: "a"}, {To: "b"}}},
 	}}

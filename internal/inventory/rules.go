@@ -23,6 +23,12 @@ const (
 	RuleAsBuilt        = "INV019"
 	RuleDesignRef      = "INV020"
 	RuleShelfFeeds     = "INV021"
+	RuleDataOnMgmt     = "INV022"
+	RuleBMCAddress     = "INV023"
+	RuleBMCName        = "INV024"
+	RulePort           = "INV025"
+	RuleDesignPower    = "INV026"
+	RuleNodeName       = "INV027"
 )
 
 // Rules describes the inventory's rule ids.
@@ -47,6 +53,12 @@ var Rules = map[string]string{
 	RuleAsBuilt:         "an as-built tray where the design has none, or of another kind, or trays of a rack that has no design",
 	RuleDesignRef:       "a rack naming a rack design its module does not have",
 	RuleShelfFeeds:      "power shelves whose feeds are not one rack PDU per shelf",
+	RuleDataOnMgmt:      "a tray's data NICs cabled to the management switch",
+	RuleBMCAddress:      "a BMC address that is not an IP address, or one address on two BMCs",
+	RuleBMCName:         "two BMCs with one host name",
+	RulePort:            "two cables in one port of a data or management switch",
+	RuleDesignPower:     "a rack's design power below the design draw of its trays",
+	RuleNodeName:        "a node name its scheduler cannot take: Slurm's host lists or Kubernetes' RFC 1123 names",
 	RuleHandoverSyntax:  "a handover file that is not JSON",
 	RuleHandoverField:   "a handover field the format does not know, or a value of the wrong type or kind",
 	RuleHandoverFormat:  "a handover file of another format, or of none",

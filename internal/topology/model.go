@@ -15,9 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/seamdc/seam/internal/topology/hostlist"
+	"github.com/seamdc/seam/internal/topology/names"
 )
 
 // LeafKind is what a leaf switch (tree) or base block stands for.
@@ -222,11 +222,9 @@ func checkNode(p *problems, n *Node, slurm, kube map[string]*Node) {
 	case n.Rack == "":
 		p.add("%s: node %s is in no rack: every node must hang off a leaf switch", n.From, n.Slurm)
 	}
-	if err := hostlist.CheckName(n.Slurm, 0); err != nil {
-		p.add("%s: node %s: Slurm cannot take the name: %v", n.From, n.Slurm, err)
-	}
-	if err := checkDNSName(n.Kubernetes); err != nil {
-		p.add("%s: node %s: Kubernetes cannot take the name %q: %v", n.From, n.Slurm, n.Kubernetes, err)
+	// the one check contractc vet makes too (INV027), in its words
+	for _, err := range names.Node(n.Slurm, n.Kubernetes) {
+		p.add("%s: node %s: %v", n.From, n.Slurm, err)
 	}
 	if prev, ok := slurm[n.Slurm]; ok {
 		p.add("%s: node %s is listed twice (first at %s): host names must be unique", n.From, n.Slurm, prev.From)
@@ -281,29 +279,6 @@ func sortLeaves(ls []*Leaf) {
 	for _, l := range ls {
 		slices.SortFunc(l.Nodes, func(a, b *Node) int { return cmp.Compare(a.Slurm, b.Slurm) })
 	}
-}
-
-// checkDNSName checks a Kubernetes object name (an RFC 1123 subdomain:
-// lower-case letters, digits, '-' and '.', at most 253 characters).
-func checkDNSName(s string) error {
-	if s == "" {
-		return errors.New("empty")
-	}
-	if len(s) > 253 {
-		return fmt.Errorf("%d characters, more than 253", len(s))
-	}
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || len(label) > 63 {
-			return errors.New("each dot-separated part needs 1 to 63 characters")
-		}
-		for i, c := range label {
-			ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(label)-1
-			if !ok {
-				return fmt.Errorf("%q: lower-case letters, digits and '-' (not first or last) only", c)
-			}
-		}
-	}
-	return nil
 }
 
 // checkLabelValue checks a Kubernetes label value.

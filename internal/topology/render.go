@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/seamdc/seam/internal/topology/hostlist"
+	"github.com/seamdc/seam/internal/topology/names"
 )
 
 // The output formats.
@@ -345,7 +346,7 @@ spec:
 	}
 	for _, g := range gens {
 		name := strings.ToLower(g)
-		if err := checkDNSName(name); err != nil {
+		if err := names.DNSName(name); err != nil {
 			return nil, fmt.Errorf("generation %q cannot name a ResourceFlavor: %v", g, err)
 		}
 		fmt.Fprintf(b, "---\napiVersion: %s\nkind: ResourceFlavor\nmetadata:\n  name: %s\nspec:\n  nodeLabels:\n    %s/%s: %s\n  topologyName: %s\n",

@@ -1,0 +1,77 @@
+// Package names holds what a scheduler accepts as a node's name: the
+// one check that contractc vet (internal/inventory) and contractc
+// topology (internal/topology) both call, so that vet refuses exactly
+// what topology would, in the same words.
+package names
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/seamdc/seam/internal/topology/hostlist"
+)
+
+// Slurm reports why Slurm cannot take s as a node name: empty, or a
+// character its host lists and slurm.conf cannot carry (see
+// hostlist.CheckName). The error reads "Slurm cannot take the name: …".
+func Slurm(s string) error {
+	if err := hostlist.CheckName(s, 0); err != nil {
+		return fmt.Errorf("Slurm cannot take the name: %w", err)
+	}
+	return nil
+}
+
+// Kubernetes reports why Kubernetes cannot take s as a node name: a
+// node is an object, its name an RFC 1123 subdomain (lower-case letters,
+// digits, '-' and '.', at most 253 characters). The error reads
+// "Kubernetes cannot take the name "s": …".
+func Kubernetes(s string) error {
+	if err := DNSName(s); err != nil {
+		return fmt.Errorf("Kubernetes cannot take the name %q: %w", s, err)
+	}
+	return nil
+}
+
+// Node checks a node's Slurm and Kubernetes names; a node with no
+// Kubernetes name of its own joins Kubernetes under its Slurm name, so
+// that name must suit both.
+func Node(slurm, kube string) []error {
+	var out []error
+	if err := Slurm(slurm); err != nil {
+		out = append(out, err)
+	}
+	if kube == "" {
+		kube = slurm
+		if slurm == "" {
+			return out
+		}
+	}
+	if err := Kubernetes(kube); err != nil {
+		out = append(out, err)
+	}
+	return out
+}
+
+// DNSName checks a Kubernetes object name (an RFC 1123 subdomain:
+// lower-case letters, digits, '-' and '.', at most 253 characters).
+func DNSName(s string) error {
+	if s == "" {
+		return errors.New("empty")
+	}
+	if len(s) > 253 {
+		return fmt.Errorf("%d characters, more than 253", len(s))
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 {
+			return errors.New("each dot-separated part needs 1 to 63 characters")
+		}
+		for i, c := range label {
+			ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(label)-1
+			if !ok {
+				return fmt.Errorf("%q: lower-case letters, digits and '-' (not first or last) only", c)
+			}
+		}
+	}
+	return nil
+}
