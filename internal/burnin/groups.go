@@ -184,9 +184,12 @@ func (r *runner) analyze(ctx context.Context) {
 		if g.Problem != "" {
 			continue
 		}
-		sku := r.res.byName[g.Members[0]].SKU
+		sku := r.skuOf(g.Members)
 		switch g.Scope {
 		case ScopePair:
+			if !r.evidence(g) {
+				continue // a member gave no reading of its own: it implicates nobody
+			}
 			for _, m := range g.Members {
 				obs = append(obs, Observation{Node: m, Scope: ScopePair, Ranks: g.Ranks, SKU: sku, Measure: MeasureBusBW, Value: g.BusBW})
 			}
@@ -220,9 +223,34 @@ func (r *runner) analyze(ctx context.Context) {
 	for _, g := range low {
 		r.bisect(ctx, g, g, an)
 	}
+	r.repair(ctx, an)
 	for _, n := range r.res.Nodes {
 		n.Passed = len(n.Problems) == 0 && len(n.Flags) == 0 && len(n.Retest) == 0
 	}
+}
+
+// skuOf is the GPU model of a group's first member whose telemetry
+// read: a member without one does not move the group out of its
+// cohort.
+func (r *runner) skuOf(members []string) string {
+	for _, m := range members {
+		if sku := r.res.byName[m].SKU; sku != "" {
+			return sku
+		}
+	}
+	return ""
+}
+
+// evidence reports whether a pair's run is evidence about its members:
+// each of them gave readings of its own (a node that did not answer,
+// or whose output did not read, shifts no blame onto its partner).
+func (r *runner) evidence(g *Group) bool {
+	for _, m := range g.Members {
+		if n := r.res.byName[m]; !n.answered || n.unread {
+			return false
+		}
+	}
+	return true
 }
 
 // threshold is what a group of members is held to in a bisection: a
@@ -231,7 +259,10 @@ func (r *runner) analyze(ctx context.Context) {
 // rank count inside one NVLink domain); across racks, the module
 // cohort's or floor.
 func (r *runner) threshold(an Analysis, members []string, parent *Group) (float64, string) {
-	sku := r.res.byName[members[0]].SKU
+	sku := r.skuOf(members)
+	if sku == "" && parent != nil { // no telemetry read: the model of the group it was split from
+		sku = r.skuOf(parent.Members)
+	}
 	scope, measure, ranks := ScopeModule, MeasureModuleBusBW, 0
 	switch {
 	case len(members) == 1:

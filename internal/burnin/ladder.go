@@ -14,13 +14,15 @@ import (
 )
 
 // Node is a node to burn in: its scheduler name, where it sits (its
-// rack is its scale-up domain), and its tray's serial, which its
-// baseline is linked to.
+// rack is its scale-up domain), its tray's serial, which its baseline
+// is linked to, and the GPU model the inventory lists for its tray
+// (its telemetry is checked against it).
 type Node struct {
-	Name   string `json:"name"`
-	Rack   string `json:"rack"`
-	Module string `json:"module"`
-	Serial string `json:"serial,omitempty"`
+	Name     string `json:"name"`
+	Rack     string `json:"rack"`
+	Module   string `json:"module"`
+	Serial   string `json:"serial,omitempty"`
+	GPUModel string `json:"gpu_model,omitempty"`
 }
 
 // Job is one command on one or more nodes, one task per node.
@@ -150,6 +152,9 @@ type NodeResult struct {
 	Passed   bool     `json:"passed"`
 	answered bool     // its single-node all-reduce read: it joins the collectives
 	silent   bool     // it did not answer: its other steps are not tried
+	// unread: one of its own steps gave no reading (no answer, output
+	// that does not read, no measurement): its pairs implicate nobody
+	unread bool
 }
 
 // Reasons are the node's problems, flags and reasons for a re-test,
@@ -303,7 +308,7 @@ func Run(ctx context.Context, nodes []Node, exec Executor, cfg Config) (*Result,
 		}
 		for _, n := range res.Nodes {
 			if why, bad := down[n.Name]; bad {
-				n.silent = true
+				n.silent, n.unread = true, true
 				n.Problems = append(n.Problems, fmt.Sprintf("node %s: %s: not burned in", n.Name, why))
 			}
 		}

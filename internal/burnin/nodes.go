@@ -8,8 +8,9 @@ import (
 )
 
 // NodesFrom lists the topology's nodes (Slurm names) with their rack,
-// module and tray serial from the inventory graph, keeping only those
-// in modules (all when modules is empty).
+// module, tray serial and GPU model (its GPUs' model, else the tray's)
+// from the inventory graph, keeping only those in modules (all when
+// modules is empty).
 func NodesFrom(top *topology.Topology, g *inventory.Graph, modules ...string) ([]Node, error) {
 	want := map[string]bool{}
 	for _, m := range modules {
@@ -26,7 +27,13 @@ func NodesFrom(top *topology.Topology, g *inventory.Graph, modules ...string) ([
 		nd := Node{Name: n.Slurm, Rack: n.Rack, Module: n.Module}
 		if id, ok := g.Lookup(n.From); ok {
 			if e := g.El(id); e.Identity != nil {
-				nd.Serial = e.Identity.Serial
+				nd.Serial, nd.GPUModel = e.Identity.Serial, e.Identity.Model
+			}
+			for _, c := range g.Children(id) {
+				if e := g.El(c); e.Kind == inventory.KindGPU && e.Identity != nil && e.Identity.Model != "" {
+					nd.GPUModel = e.Identity.Model
+					break
+				}
 			}
 		}
 		out = append(out, nd)
