@@ -471,7 +471,17 @@ func (c *checker) domains() {
 			byName[e.Domain] = append(byName[e.Domain], ID(i))
 		}
 	}
-	named := map[ID]string{} // contract domain → the as-built name first seen
+	// a contract domain's trays by the name they give it
+	named := map[ID]map[string][]ID{}
+	count := func(d ID, name string, trays []ID) int {
+		n := 0
+		for _, t := range trays {
+			if slices.Contains(g.Out(Connects, t), d) {
+				n++
+			}
+		}
+		return n
+	}
 	for _, name := range sortedKeys(byName) {
 		trays := byName[name]
 		var modules, domains []ID
@@ -496,6 +506,13 @@ func (c *checker) domains() {
 			continue
 		}
 		if len(domains) > 1 {
+			// the domain most of the name's trays are in is its home: the
+			// trays elsewhere are out of place
+			n := map[ID]int{}
+			for _, d := range domains {
+				n[d] = count(d, name, trays)
+			}
+			slices.SortStableFunc(domains, func(a, b ID) int { return n[b] - n[a] })
 			for _, d := range domains[1:] {
 				at := g.El(firstIn[d])
 				c.diags.Errorf(RuleDomainDeclared, at.Pos, at.Key, "%s names scale-up domain %s, as %s does: it joins %s and %s, which the contract keeps apart",
@@ -505,13 +522,25 @@ func (c *checker) domains() {
 			continue
 		}
 		for _, d := range domains {
-			if prev, ok := named[d]; ok && prev != name {
-				at := g.El(trays[0])
-				c.diags.Errorf(RuleDomainDeclared, at.Pos, at.Key, "%s names scale-up domain %s, but other trays of %s name it %s: it is one domain",
-					c.label(trays[0]), name, c.domainLabel(d), prev).Hint = "use one name for the trays of one domain"
-				continue
+			if named[d] == nil {
+				named[d] = map[string][]ID{}
 			}
-			named[d] = name
+			named[d][name] = trays
+		}
+	}
+	// a domain its trays give two names: the name most of them give is
+	// its name, and each tray that gives another is out of place
+	for _, d := range sortedIDs(g, named) {
+		byN := named[d]
+		if len(byN) < 2 {
+			continue
+		}
+		names := sortedKeys(byN)
+		slices.SortStableFunc(names, func(a, b string) int { return len(byN[b]) - len(byN[a]) })
+		for _, name := range names[1:] {
+			at := byN[name][0]
+			c.diags.Errorf(RuleDomainDeclared, g.El(at).Pos, g.El(at).Key, "%s names scale-up domain %s, but %d other trays of %s name it %s: it is one domain",
+				c.label(at), name, len(byN[names[0]]), c.domainLabel(d), names[0]).Hint = "use one name for the trays of one domain: fix this record's scale_up_domain"
 		}
 	}
 }

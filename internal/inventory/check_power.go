@@ -175,6 +175,30 @@ func (c *checker) busbars() {
 				pos = r.DesignPower.Pos
 			}
 		}
+		// a rack whose design carries its load, but whose as-built shelves
+		// do not, is reported at the shelf records that differ
+		lead, causeHint := path, ""
+		var related []diag.Related
+		if causes := c.asBuiltShelves(r, load); len(causes) > 0 {
+			var whats []string
+			for _, cs := range causes {
+				whats = append(whats, cs.what)
+			}
+			lead = path + ": " + strings.Join(whats, "; ")
+			causeHint = "as designed the rack carries it: install the missing PSUs, or cable the shelf to its design PDU (or fix the record, if the rack is built as designed)"
+			pos, path = g.El(causes[0].id).Pos, g.El(causes[0].id).Key
+			related = []diag.Related{{Pos: firstValid(r.DesignPower.Pos, r.Pos), Message: "the rack's design power, which its design's shelves carry as designed"}}
+			for _, cs := range causes[1:] {
+				related = append(related, diag.Related{Pos: g.El(cs.id).Pos, Message: cs.what})
+			}
+			for _, rel := range c.shelfCauses(r) {
+				if !strings.HasPrefix(rel.Message, "as built") { // said already
+					related = append(related, rel)
+				}
+			}
+		} else {
+			related = c.shelfCauses(r)
+		}
 		what := "design power"
 		if r == nil || !r.DesignPower.Set {
 			what = "design draw"
@@ -210,16 +234,16 @@ func (c *checker) busbars() {
 		switch {
 		case total < load:
 			d := c.diags.Errorf(RuleBusbarPSU, pos, path, "%s: its power shelves give %s in all, below its %s of %s: it cannot lose a PSU, a shelf or a feed%s",
-				path, kw(total), what, kw(load), also(""))
-			d.Hint, d.Related = "add PSUs or shelves, use larger PSUs, or lower the rack's design power", c.shelfCauses(r)
+				lead, kw(total), what, kw(load), also(""))
+			d.Hint, d.Related = or(causeHint, "add PSUs or shelves, use larger PSUs, or lower the rack's design power"), related
 		case total-biggestPSU < load:
 			d := c.diags.Errorf(RuleBusbarPSU, pos, path, "%s: with one PSU lost its shelves give %s, below its %s of %s%s",
-				path, kw(total-biggestPSU), what, kw(load), also("so it cannot lose a shelf or a feed either"))
-			d.Hint, d.Related = "add PSUs or shelves, use larger PSUs, or lower the rack's design power", c.shelfCauses(r)
+				lead, kw(total-biggestPSU), what, kw(load), also("so it cannot lose a shelf or a feed either"))
+			d.Hint, d.Related = or(causeHint, "add PSUs or shelves, use larger PSUs, or lower the rack's design power"), related
 		case total-biggestShelf < load:
 			d := c.diags.Errorf(RuleBusbarShelf, pos, path, "%s: with one power shelf lost its other shelves give %s, below its %s of %s%s",
-				path, kw(total-biggestShelf), what, kw(load), also("so it cannot lose a feed either"))
-			d.Hint, d.Related = "add a shelf, or lower the rack's design power", c.shelfCauses(r)
+				lead, kw(total-biggestShelf), what, kw(load), also("so it cannot lose a feed either"))
+			d.Hint, d.Related = or(causeHint, "add a shelf, or lower the rack's design power"), related
 		case len(rackFeeds) < 2:
 			// every PDU of the rack is on one feed: no spread of its
 			// shelves survives that feed's loss (BUDGET002's finding)
@@ -227,12 +251,103 @@ func (c *checker) busbars() {
 			for _, f := range sortedKeys(byFeed) {
 				if left := total - byFeed[f]; left < load {
 					d := c.diags.Errorf(RuleBusbarFeed, pos, path, "%s: with feed %s lost, the %d power shelves on its other feeds give %s, below its %s of %s%s",
-						path, f, len(byShelf)-len(shelvesOn[f]), kw(left), what, kw(load), also(""))
-					d.Hint, d.Related = "spread the shelves over the feeds so that either side alone carries the rack, or lower its design power", c.shelfCauses(r)
+						lead, f, len(byShelf)-len(shelvesOn[f]), kw(left), what, kw(load), also(""))
+					d.Hint, d.Related = or(causeHint, "spread the shelves over the feeds so that either side alone carries the rack, or lower its design power"), related
 				}
 			}
 		}
 	}
+}
+
+// shelfCause is an as-built power shelf that differs from its design.
+type shelfCause struct {
+	id   ID
+	what string
+}
+
+// asBuiltShelves are the rack's power shelves whose as-built record
+// differs from the design (a bay empty, another PDU), when the design
+// as designed carries load with a PSU, a shelf or a feed lost: then
+// those records cause a busbar finding. None otherwise.
+func (c *checker) asBuiltShelves(r *Rack, load int64) []shelfCause {
+	if r == nil || r.DesignOf == nil || !c.designCarries(r, load) {
+		return nil
+	}
+	g := c.g
+	var out []shelfCause
+	for _, t := range r.DesignOf.Trays {
+		if t.Kind != PowerShelf {
+			continue
+		}
+		for i, slot := range t.Slots {
+			shelf, ok := g.Lookup(fmt.Sprintf("%s/%s-%02d", r.ID, t.Name, i+1))
+			if !ok {
+				continue
+			}
+			psus := g.Children(shelf)
+			var why []string
+			if n := len(psus); n < t.PSUs {
+				var bays []string
+				for bay := 1; bay <= t.PSUs; bay++ {
+					if !slices.ContainsFunc(psus, func(p ID) bool { return g.El(p).Slot == bay }) {
+						bays = append(bays, fmt.Sprint(bay))
+					}
+				}
+				why = append(why, fmt.Sprintf("has bay %s of its %d empty", strings.Join(bays, ", "), t.PSUs))
+				if len(bays) > 1 {
+					why[len(why)-1] = fmt.Sprintf("has bays %s of its %d empty", strings.Join(bays, ", "), t.PSUs)
+				}
+			}
+			if len(psus) > 0 && i < len(t.Feeds) {
+				for _, pdu := range g.In(Powers, psus[0]) {
+					if got := g.El(pdu).Key; got != r.ID+"/"+t.Feeds[i].To {
+						why = append(why, fmt.Sprintf("is on PDU %s, where the design puts it on %s", got[strings.LastIndex(got, "/")+1:], t.Feeds[i].To))
+					}
+				}
+			}
+			if len(why) > 0 {
+				key := g.El(shelf).Key
+				out = append(out, shelfCause{shelf, fmt.Sprintf("as built, its power shelf %s at U%d %s", key[strings.LastIndex(key, "/")+1:], slot, strings.Join(why, " and "))})
+			}
+		}
+	}
+	return out
+}
+
+// designCarries reports whether a rack's power shelves, as designed
+// (every bay filled, each shelf on its design PDU), carry load with one
+// PSU, one shelf or one feed lost.
+func (c *checker) designCarries(r *Rack, load int64) bool {
+	feedOf := map[string]string{}
+	for _, p := range r.PDUs {
+		feedOf[strings.TrimPrefix(p.ID, r.ID+"/")] = p.Feed.To
+	}
+	var total, psu, shelf int64
+	byFeed := map[string]int64{}
+	for _, t := range r.DesignOf.Trays {
+		if t.Kind != PowerShelf {
+			continue
+		}
+		w := int64(t.PSUs) * Watts(t.PSUPower)
+		for i := range t.Slots {
+			total += w
+			psu, shelf = max(psu, Watts(t.PSUPower)), max(shelf, w)
+			if i < len(t.Feeds) {
+				byFeed[feedOf[t.Feeds[i].To]] += w
+			}
+		}
+	}
+	if total-psu < load || total-shelf < load {
+		return false
+	}
+	if len(byFeed) > 1 {
+		for _, w := range byFeed {
+			if total-w < load {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // shelfCauses are the positions that decide a rack's shelves: its

@@ -403,10 +403,10 @@ func TestHandoverAsBuiltAgainstDesign(t *testing.T) {
 			"the BMC of compute tray ma/r01/compute-02 (n2) is on no management network"},
 		{"a BMC on the management switch's slot of another rack", `"bmc": {"switch": 3, "port": 2}`, `"bmc": {"switch": 7, "port": 2}`, inventory.RuleBMCOffMgmt, 4, 5,
 			"its record cables it to no management switch (the rack's: mgmt-01 at U3)"},
-		// the other shelf carries the rack, but not with itself lost (the
-		// small site's racks have no positions)
-		{"a shelf's bays empty", `"pdu": "a", "psus": ["P1", "P2", "P3", "P4"]}`, `"pdu": "a", "psus": ["", "", "", ""]}`, inventory.RuleBusbarShelf, 0, 0,
-			"with one power shelf lost its other shelves give 0 kW, below its design power of 20 kW (so it cannot lose a feed either; as built, 1 of its 2 shelves holds no PSU)"},
+		// the other shelf carries the rack, but not with itself lost; the
+		// design carries it, so the finding is at the shelf's record
+		{"a shelf's bays empty", `"pdu": "a", "psus": ["P1", "P2", "P3", "P4"]}`, `"pdu": "a", "psus": ["", "", "", ""]}`, inventory.RuleBusbarShelf, 6, 5,
+			"site.modules.ma.racks.r01: as built, its power shelf shelf-01 at U4 has bays 1, 2, 3, 4 of its 4 empty: with one power shelf lost its other shelves give 0 kW, below its design power of 20 kW (so it cannot lose a feed either; as built, 1 of its 2 shelves holds no PSU)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Contains(t, smallRacks, c.old)
