@@ -180,8 +180,18 @@ func caption(p *PlotData) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d samples of %s", p.Samples, p.Channel)
 	if len(p.Measured) < p.Samples {
-		fmt.Fprintf(&b, ", drawn as %d points that keep the first, lowest, highest and last sample of each interval, so no excursion is hidden", len(p.Measured))
+		fmt.Fprintf(&b, ", drawn as %d points that keep the first, lowest, highest and last sample of each interval", len(p.Measured))
 	}
+	hi, lo := p.Measured[0], p.Measured[0]
+	for _, pt := range p.Measured {
+		if pt.V > hi.V {
+			hi = pt
+		}
+		if pt.V < lo.V {
+			lo = pt
+		}
+	}
+	fmt.Fprintf(&b, "; the axis takes every sample: highest %s at +%.1f s, lowest %s at +%.1f s", fmtNum(hi.V, p.Unit), hi.T, fmtNum(lo.V, p.Unit), lo.T)
 	if p.BadQuality > 0 {
 		fmt.Fprintf(&b, "; %d samples of bad quality not drawn", p.BadQuality)
 	}

@@ -89,11 +89,65 @@ var (
 	colFailedBand = color.NRGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x22}
 	colFail       = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 	colMark       = color.RGBA{R: 0x44, G: 0x44, B: 0x44, A: 0xff}
+	colGrid       = color.RGBA{R: 0xcc, G: 0xcc, B: 0xcc, A: 0xff}
 )
 
 // SVG draws the plot with gonum/plot's SVG backend and returns the <svg>
 // element alone, ready to inline in HTML (no XML prolog).
 func (d *PlotData) SVG() ([]byte, error) {
+	l, err := d.layout()
+	if err != nil {
+		return nil, err
+	}
+	c := vgsvg.New(plotWidth, l.height)
+	l.draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("plot of %s: %w", d.Channel, err)
+	}
+	return stripProlog(buf.Bytes()), nil
+}
+
+// Box is a rectangle on the plot's canvas, in points from its bottom
+// left corner.
+type Box struct{ X0, Y0, X1, Y1 float64 }
+
+// Overlaps reports whether the boxes share more than an edge.
+func (b Box) Overlaps(o Box) bool {
+	return b.X0 < o.X1 && o.X0 < b.X1 && b.Y0 < o.Y1 && o.Y0 < b.Y1
+}
+
+// LabelBox is where a mark's label is drawn.
+type LabelBox struct {
+	Mark
+	Box
+	Row   int
+	Right bool // drawn to the left of its line, right-aligned
+}
+
+// plotLayout is where everything of a plot goes: the stacked axes, the
+// strip above the measured axis that holds the marks' labels (so that
+// a label never covers a sample or a band), each label's box and each
+// band's shaded box.
+type plotLayout struct {
+	height   vg.Length
+	plots    []*plot.Plot
+	canvases []draw.Canvas // each plot's, cropped so the data areas align
+	data     draw.Canvas   // the measured axis's data area
+	labels   []LabelBox
+	bands    []Box
+}
+
+// Label rows: the strip above the measured axis holds rows of labels
+// rowHeight apart; labels on a row keep labelGap apart.
+const (
+	rowHeight = 11
+	labelGap  = 4
+	stripPad  = 3
+)
+
+// layout places the plot's axes, labels and bands.
+func (d *PlotData) layout() (*plotLayout, error) {
 	if len(d.Measured) == 0 {
 		return nil, fmt.Errorf("plot of %s: no samples", d.Channel)
 	}
@@ -101,14 +155,14 @@ func (d *PlotData) SVG() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	plots := []*plot.Plot{top}
+	l := &plotLayout{plots: []*plot.Plot{top}}
 	heights := []vg.Length{measuredHeight}
 	if len(d.Excitation) > 0 || len(d.Commanded) > 0 {
 		bottom, err := d.excitationPlot()
 		if err != nil {
 			return nil, err
 		}
-		plots, heights = append(plots, bottom), append(heights, exciteHeight)
+		l.plots, heights = append(l.plots, bottom), append(heights, exciteHeight)
 	} else {
 		top.X.Label.Text = "time since the case started (s)"
 		if d.XLabel != "" {
@@ -119,13 +173,97 @@ func (d *PlotData) SVG() ([]byte, error) {
 	for _, h := range heights {
 		total += h
 	}
-	c := vgsvg.New(plotWidth, total)
-	stack(plots, heights, draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("plot of %s: %w", d.Channel, err)
+	// the data areas' left and right edges do not depend on the height:
+	// place the labels on them, then make room for the rows they take
+	probe := align(l.plots, heights, draw.New(vgsvg.New(plotWidth, total)))
+	left, right := probe[0].data.Min.X, probe[0].data.Max.X
+	l.labels = placeLabels(d.Marks, d.Duration, float64(left), float64(right))
+	rows := 0
+	for _, lb := range l.labels {
+		rows = max(rows, lb.Row+1)
 	}
-	return stripProlog(buf.Bytes()), nil
+	strip := vg.Length(0)
+	if rows > 0 {
+		strip = vg.Length(rows*rowHeight + stripPad)
+	}
+	l.height = total + strip
+	full := draw.New(vgsvg.New(plotWidth, l.height))
+	full.Max.Y -= strip
+	aligned := align(l.plots, heights, full)
+	for _, a := range aligned {
+		l.canvases = append(l.canvases, a.canvas)
+	}
+	l.data = aligned[0].data
+	base := float64(l.data.Max.Y) + stripPad
+	for i := range l.labels {
+		lb := &l.labels[i]
+		lb.Y0 = base + float64(lb.Row*rowHeight)
+		lb.Y1 = lb.Y0 + float64(labelStyle(false).Height(lb.Label))
+	}
+	for _, b := range d.Bands {
+		if bx, ok := (bandPlotter{b}).rect(l.data, top); ok {
+			l.bands = append(l.bands, Box{float64(bx.Min.X), float64(bx.Min.Y), float64(bx.Max.X), float64(bx.Max.Y)})
+		}
+	}
+	return l, nil
+}
+
+func (l *plotLayout) draw(dc draw.Canvas) {
+	for i, p := range l.plots {
+		c := l.canvases[i]
+		c.Canvas = dc.Canvas
+		p.Draw(c)
+	}
+	for _, lb := range l.labels {
+		sty := labelStyle(lb.Failed)
+		x := vg.Length(lb.X0)
+		if lb.Right {
+			sty.XAlign, x = draw.XRight, vg.Length(lb.X1)
+		}
+		dc.FillText(sty, vg.Point{X: x, Y: vg.Length(lb.Y0)}, lb.Label)
+	}
+}
+
+func labelStyle(failed bool) draw.TextStyle {
+	col := color.Color(colMark)
+	if failed {
+		col = colFail
+	}
+	return draw.TextStyle{Color: col, Font: font.From(labelFace, vg.Points(minFont)), Handler: plot.DefaultTextHandler,
+		XAlign: draw.XLeft, YAlign: draw.YBottom}
+}
+
+// labelFace is the labels' typeface: the page draws the plot's texts in
+// Liberation Sans (report.css), so their widths are measured in it.
+var labelFace = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+type aligned struct{ canvas, data draw.Canvas }
+
+// align stacks the plots one above the other, the given heights, and
+// crops each one's canvas so that their data areas line up left and
+// right and the time axes match.
+func align(plots []*plot.Plot, heights []vg.Length, dc draw.Canvas) []aligned {
+	canvases := make([]draw.Canvas, len(plots))
+	top := dc.Max.Y
+	for i, h := range heights {
+		c := dc
+		c.Max.Y, c.Min.Y = top, top-h
+		canvases[i] = c
+		top -= h
+	}
+	var left, right vg.Length
+	for i, p := range plots {
+		data := p.DataCanvas(canvases[i])
+		left = max(left, data.Min.X-canvases[i].Min.X)
+		right = max(right, canvases[i].Max.X-data.Max.X)
+	}
+	out := make([]aligned, len(plots))
+	for i, p := range plots {
+		data := p.DataCanvas(canvases[i])
+		c := draw.Crop(canvases[i], left-(data.Min.X-canvases[i].Min.X), -(right - (canvases[i].Max.X - data.Max.X)), 0, 0)
+		out[i] = aligned{c, p.DataCanvas(c)}
+	}
+	return out
 }
 
 func (d *PlotData) measuredPlot() (*plot.Plot, error) {
@@ -147,39 +285,83 @@ func (d *PlotData) measuredPlot() (*plot.Plot, error) {
 		sc.GlyphStyle = draw.GlyphStyle{Color: colFail, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
 		p.Add(sc)
 	}
-	for i, row := range markRows(d.Marks, d.Duration) {
-		p.Add(markPlotter{d.Marks[i], row})
+	for _, m := range d.Marks {
+		p.Add(markPlotter{m})
 	}
+	var vals []float64
+	for _, pt := range d.Measured {
+		vals = append(vals, pt.V)
+	}
+	for _, b := range d.Bands {
+		for _, v := range []float64{b.Lo, b.Hi} {
+			if !math.IsInf(v, 0) {
+				vals = append(vals, v)
+			}
+		}
+	}
+	p.Y.Min, p.Y.Max = axisRange(vals)
 	return p, nil
 }
 
-// markRows places each mark's label on a row below the top of the plot
-// where it does not overlap the labels before it: a label takes about
-// 0.55 em per character at minFont, over the data area's width.
-func markRows(marks []Mark, duration float64) []int {
-	const dataWidth = plotWidth - 70 // points, the axes' labels aside
-	perS := dataWidth / math.Max(duration, 1e-3)
-	type span struct{ from, to float64 }
-	var rows [][]span
-	out := make([]int, len(marks))
-	order := make([]int, len(marks))
-	for i := range order {
-		order[i] = i
+// axisPad is the share of the data's span left free above its highest
+// and below its lowest value, so that an excursion's peak is drawn
+// inside the axis, never on its edge where it reads as cut off.
+const axisPad = 0.06
+
+// axisRange is a value axis that takes every value given: every
+// sample, every finite limit, with axisPad of the span to spare on each
+// side.
+func axisRange(vals []float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if lo > hi {
+		return 0, 1
+	}
+	span := hi - lo
+	if span == 0 {
+		span = math.Max(math.Abs(hi)*0.02, 1)
+	}
+	return lo - axisPad*span, hi + axisPad*span
+}
+
+// placeLabels lays the marks' labels out in rows above the data area,
+// which runs from left to right (points) over the duration: each label
+// starts at its mark's line, or ends there when it would run past the
+// right edge, and goes on the lowest row where it overlaps no label
+// before it. Widths are the typeface's own. The rows' heights are set
+// by layout.
+func placeLabels(marks []Mark, duration, left, right float64) []LabelBox {
+	perS := (right - left) / math.Max(duration, 1e-3)
+	order := make([]int, 0, len(marks))
+	for i, m := range marks {
+		if m.Label != "" {
+			order = append(order, i)
+		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return marks[order[a]].At < marks[order[b]].At })
+	var rows [][]Box
+	var out []LabelBox
 	for _, i := range order {
 		m := marks[i]
-		x := m.At * perS
-		w := float64(len([]rune(m.Label)))*minFont*0.55 + 4
-		sp := span{x, x + w}
-		if x > dataWidth*0.8 { // drawn to the left of its line
-			sp = span{x - w, x}
+		x := left + math.Max(0, math.Min(m.At, duration))*perS
+		w := float64(labelStyle(false).Width(m.Label))
+		lb := LabelBox{Mark: m, Box: Box{X0: x + 2, X1: x + 2 + w}}
+		if lb.X1 > plotWidth-2 {
+			lb.Box, lb.Right = Box{X0: x - 2 - w, X1: x - 2}, true
+		}
+		if lb.X0 < 0 { // wider than the room either side: from the left edge
+			lb.Box, lb.Right = Box{X0: 0, X1: w}, false
 		}
 		row := 0
 		for ; row < len(rows); row++ {
 			free := true
 			for _, o := range rows[row] {
-				if sp.from < o.to && o.from < sp.to {
+				if lb.X0 < o.X1+labelGap && o.X0 < lb.X1+labelGap {
 					free = false
 					break
 				}
@@ -191,8 +373,9 @@ func markRows(marks []Mark, duration float64) []int {
 		if row == len(rows) {
 			rows = append(rows, nil)
 		}
-		rows[row] = append(rows[row], sp)
-		out[i] = row
+		rows[row] = append(rows[row], lb.Box)
+		lb.Row = row
+		out = append(out, lb)
 	}
 	return out
 }
@@ -224,8 +407,18 @@ func (d *PlotData) excitationPlot() (*plot.Plot, error) {
 		p.Add(line)
 	}
 	for _, m := range d.Marks {
-		p.Add(markPlotter{Mark: Mark{At: m.At, Failed: m.Failed}})
+		p.Add(markPlotter{Mark{At: m.At, Failed: m.Failed}})
 	}
+	var vals []float64
+	for _, pt := range d.Excitation {
+		vals = append(vals, pt.V)
+	}
+	for _, c := range d.Commanded {
+		for _, pt := range c.Points {
+			vals = append(vals, pt.V)
+		}
+	}
+	p.Y.Min, p.Y.Max = axisRange(vals)
 	return p, nil
 }
 
@@ -238,7 +431,9 @@ func newPlot(ylabel string, duration float64) *plot.Plot {
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = 0, math.Max(duration, 1e-3)
 	p.X.Tick.Marker = timeTicks{}
-	p.Add(plotter.NewGrid())
+	g := plotter.NewGrid()
+	g.Vertical.Color, g.Horizontal.Color = colGrid, colGrid
+	p.Add(g)
 	return p
 }
 
@@ -254,30 +449,6 @@ func (d *PlotData) outside() []Point {
 		}
 	}
 	return out
-}
-
-// stack draws the plots one above the other, the given heights, with
-// their data areas aligned left and right so the time axes line up.
-func stack(plots []*plot.Plot, heights []vg.Length, dc draw.Canvas) {
-	canvases := make([]draw.Canvas, len(plots))
-	top := dc.Max.Y
-	for i, h := range heights {
-		c := dc
-		c.Max.Y, c.Min.Y = top, top-h
-		canvases[i] = c
-		top -= h
-	}
-	var left, right vg.Length
-	for i, p := range plots {
-		data := p.DataCanvas(canvases[i])
-		left = max(left, data.Min.X-canvases[i].Min.X)
-		right = max(right, canvases[i].Max.X-data.Max.X)
-	}
-	for i, p := range plots {
-		data := p.DataCanvas(canvases[i])
-		c := draw.Crop(canvases[i], left-(data.Min.X-canvases[i].Min.X), -(right - (canvases[i].Max.X - data.Max.X)), 0, 0)
-		p.Draw(c)
-	}
 }
 
 func xys(ps []Point) plotter.XYs {
@@ -310,7 +481,8 @@ func (b bandPlotter) fill() color.Color {
 	return colSteady
 }
 
-func (b bandPlotter) Plot(c draw.Canvas, p *plot.Plot) {
+// rect is the band's shaded box in the data area c.
+func (b bandPlotter) rect(c draw.Canvas, p *plot.Plot) (vg.Rectangle, bool) {
 	trX, trY := p.Transforms(&c)
 	x0, x1 := clampLen(trX(b.From), c.Min.X, c.Max.X), clampLen(trX(b.To), c.Min.X, c.Max.X)
 	y0, y1 := c.Min.Y, c.Max.Y
@@ -320,9 +492,16 @@ func (b bandPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	if !math.IsInf(b.Hi, 0) {
 		y1 = clampLen(trY(b.Hi), c.Min.Y, c.Max.Y)
 	}
-	if x1 <= x0 || y1 <= y0 {
+	r := vg.Rectangle{Min: vg.Point{X: x0, Y: y0}, Max: vg.Point{X: x1, Y: y1}}
+	return r, x1 > x0 && y1 > y0
+}
+
+func (b bandPlotter) Plot(c draw.Canvas, p *plot.Plot) {
+	r, ok := b.rect(c, p)
+	if !ok {
 		return
 	}
+	x0, y0, x1, y1 := r.Min.X, r.Min.Y, r.Max.X, r.Max.Y
 	c.FillPolygon(b.fill(), []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
 	edge := draw.LineStyle{Color: edgeColor(b.fill()), Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
 	if !math.IsInf(b.Lo, 0) && y0 > c.Min.Y {
@@ -352,13 +531,9 @@ func edgeColor(c color.Color) color.Color {
 	return color.RGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 0xff}
 }
 
-// markPlotter draws a vertical line across the data area at a moment,
-// labelled at the top, in one of three rows so that close marks' labels
-// do not overprint.
-type markPlotter struct {
-	Mark
-	row int
-}
+// markPlotter draws a vertical line across the data area at a moment;
+// its label goes in the strip above the data area (layout).
+type markPlotter struct{ Mark }
 
 func (m markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, _ := p.Transforms(&c)
@@ -371,17 +546,6 @@ func (m markPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 		col = colFail
 	}
 	c.StrokeLine2(draw.LineStyle{Color: col, Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(1), vg.Points(2)}}, x, c.Min.Y, x, c.Max.Y)
-	if m.Label == "" {
-		return
-	}
-	sty := draw.TextStyle{Color: col, Font: font.From(plot.DefaultFont, vg.Points(minFont)), Handler: plot.DefaultTextHandler, XAlign: draw.XLeft, YAlign: draw.YTop}
-	if x > c.Min.X+(c.Max.X-c.Min.X)*0.8 {
-		sty.XAlign = draw.XRight
-		x -= vg.Points(2)
-	} else {
-		x += vg.Points(2)
-	}
-	c.FillText(sty, vg.Point{X: x, Y: c.Max.Y - vg.Points(2+10*float64(m.row))}, m.Label)
 }
 
 // timeTicks marks the time axis every 1, 2 or 5 × 10ⁿ seconds, about

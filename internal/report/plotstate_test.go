@@ -39,10 +39,25 @@ func TestCommandedSetpoint(t *testing.T) {
 }
 
 // Labels of marks close in time go on different rows; a mark far from
-// the others goes back to the first row.
+// the others goes back to the first row; a mark near the right edge has
+// its label end at its line.
 func TestMarkRowsDoNotOverlap(t *testing.T) {
-	marks := []Mark{{At: 10, Label: "inject leak on cdu-2"}, {At: 10.5, Label: "guarantee alarm +0.55 s"}, {At: 11, Label: "restore"}, {At: 50, Label: "far away"}}
-	assert.Equal(t, []int{0, 1, 2, 0}, markRows(marks, 60))
+	marks := []Mark{{At: 10, Label: "inject leak on cdu-2"}, {At: 10.5, Label: "guarantee alarm +0.55 s"}, {At: 11, Label: "restore"}, {At: 50, Label: "far away"}, {At: 59, Label: "near the end"}}
+	got := placeLabels(marks, 60, 50, 500)
+	var rows []int
+	for _, lb := range got {
+		rows = append(rows, lb.Row)
+	}
+	assert.Equal(t, []int{0, 1, 2, 0, 1}, rows)
+	assert.True(t, got[4].Right, "the last label is drawn to the left of its line")
+	assert.LessOrEqual(t, got[4].X1, 500.0)
+	for i := range got {
+		for j := range got[:i] {
+			if got[i].Row == got[j].Row {
+				assert.True(t, got[i].X0 >= got[j].X1 || got[j].X0 >= got[i].X1, "%q and %q share a row and overlap", got[i].Label, got[j].Label)
+			}
+		}
+	}
 }
 
 // A case's reason does not repeat what its checks' rows say.

@@ -237,5 +237,8 @@ func (m *model) value(ch string, t time.Time, tl grade.Timeline, ev *events) flo
 	if !ev.fault.IsZero() && !t.Before(ev.fault) && (ev.clear.IsZero() || t.Before(ev.clear)) {
 		v -= l.depth * math.Min(1, m.opt.Scale) * expDecay(t.Sub(ev.fault).Seconds(), 3)
 	}
+	if m.opt.Defect == RestoreSpike && !ev.clear.IsZero() && !t.Before(ev.clear) {
+		v += 3 * math.Max(l.hw, l.depth) * expDecay(t.Sub(ev.clear).Seconds(), 0.4)
+	}
 	return v
 }

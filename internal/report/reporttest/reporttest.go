@@ -30,6 +30,10 @@ import (
 const (
 	Dip       = "dip"        // the first edge of a square wave dips the response past the envelope
 	LateAlarm = "late-alarm" // alarms come 30 s after the event
+	// RestoreSpike overshoots every channel at a fault's restore, to
+	// three times its band's half width above its level, decaying in
+	// 0.4 s: a feed coming back.
+	RestoreSpike = "restore-spike"
 )
 
 // Options shape the run.
