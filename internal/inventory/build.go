@@ -175,7 +175,11 @@ func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
 	if rb.rec != nil {
 		e.Identity = identity(rb.rec.PartNumber, rb.rec.Serial, rb.rec.AssetTag, "", nil)
 	}
+	if rb.rec != nil && rb.rec.Reserved {
+		e.Reserved = true
+	}
 	rb.id, _ = g.add(mid, e)
+	defer b.spares(r, rb)
 	for _, p := range r.PDUs {
 		pid, _ := g.add(rb.id, Element{Key: p.ID, Kind: KindPDU, Pos: p.Pos})
 		rb.pdus[strings.TrimPrefix(p.ID, r.ID+"/")] = pid
@@ -183,13 +187,16 @@ func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
 			g.link(Powers, f, pid)
 		}
 	}
+	if e.Reserved {
+		return // a reserved position holds nothing: no trays, no nodes
+	}
 	rb.domain = None
 	if d, ok := domains[r.ID]; ok {
 		rb.domain = d
 	}
 	d := r.DesignOf
 	if d == nil {
-		if rb.rec != nil && len(rb.rec.Trays) > 0 && r.Design.To == "" {
+		if rb.rec != nil && slices.ContainsFunc(rb.rec.Trays, func(t *TrayRecord) bool { return !t.Spare }) && r.Design.To == "" {
 			// the rack's path: a design that is there but broken is a schema
 			// error, and vet drops this finding as its cascade
 			b.diags.Errorf(RuleAsBuilt, rb.rec.Pos, r.Path, "rack %s lists %d trays, but the contract's rack %s names no rack design: its trays are not checked",
@@ -224,6 +231,33 @@ func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
 		}
 	}
 	b.checkNames(r, rb, rb.node, fmt.Sprintf("its design %s has %d compute trays", d.Name, rb.node))
+}
+
+// spares adds the spare trays a rack's record lists: on the shelf, in
+// no slot, linked to nothing (no node, no design draw), keyed by their
+// kind: ma/r01/spare-compute-01.
+func (b *builder) spares(r *Rack, rb *rackBuild) {
+	if rb.rec == nil {
+		return
+	}
+	n := map[string]int{}
+	for _, t := range rb.rec.Trays {
+		if !t.Spare {
+			continue
+		}
+		n[t.Kind]++
+		model := ""
+		if d := r.DesignOf; d != nil {
+			for _, td := range d.Trays {
+				if td.Kind == t.Kind && td.Model != "" {
+					model = td.Model
+					break
+				}
+			}
+		}
+		b.g.add(rb.id, Element{Key: fmt.Sprintf("%s/spare-%s-%02d", r.ID, t.Kind, n[t.Kind]), Kind: KindSpare,
+			Identity: identity(t.PartNumber, t.Serial, t.AssetTag, model, t.Firmware), Pos: t.Pos})
+	}
 }
 
 func isSwitch(kind string) bool { return kind == TorSwitch || kind == ManagementSwitch }
@@ -553,6 +587,9 @@ func (b *builder) traysBySlot(r *Rack, d *RackDesign, rec *RackRecord) map[int]*
 	}
 	out := map[int]*TrayRecord{}
 	for _, t := range rec.Trays {
+		if t.Spare {
+			continue // on the shelf: b.spares adds it
+		}
 		if prev, ok := out[t.Slot]; ok {
 			b.diags.Errorf(RuleSlot, t.Pos, "", "rack %s: two trays in slot U%d: this %s tray, and the %s tray at %s", rec.Name, t.Slot,
 				t.Kind, prev.Kind, prev.Pos).Hint = "one tray per slot: fix the slot of one of them"

@@ -416,7 +416,7 @@ func (c *checker) designPower() {
 			}
 			var draw int64
 			for _, t := range g.Children(rid) {
-				if e := g.El(t); e.Kind.IsTray() && e.Kind != KindPowerShelf && !e.Spare {
+				if e := g.El(t); e.Kind.IsTray() && e.Kind != KindPowerShelf {
 					draw += e.PowerW
 				}
 			}

@@ -45,12 +45,17 @@ const (
 	KindShared
 	KindScaleUpDomain
 	KindLoadBank
+	// KindSpare is a spare tray on the shelf, declared by the handover:
+	// in no slot, powered, cooled or cabled by nothing, no node of a
+	// scheduler, drawing no design power; its key names its tray kind
+	// (ma/r01/spare-compute-01).
+	KindSpare
 	kinds
 )
 
 var kindNames = [kinds]string{"site", "module", "rack", Compute, ScaleUpSwitch, PowerShelf, TorSwitch, ManagementSwitch,
 	PSU, "busbar", "manifold", GPU, CPU, NIC, DPU, BMC, ASIC, Drive, Memory,
-	"block", "feed", "ups", "pdu", "loop", "cdu", "pump", "network", "shared", "scale-up-domain", "loadbank"}
+	"block", "feed", "ups", "pdu", "loop", "cdu", "pump", "network", "shared", "scale-up-domain", "loadbank", "spare"}
 
 func (k Kind) String() string {
 	if k < kinds {
@@ -124,11 +129,9 @@ type Element struct {
 	// rack's or busbar's design power, in W.
 	PowerW int64
 	Liquid bool
-	// Spare: a tray the handover declares spare, on the shelf: in no
-	// slot, powered, cooled or cabled by nothing, no node of a scheduler,
-	// drawing no design power. Reserved: a rack position the handover
-	// declares reserved and empty: the rack holds nothing.
-	Spare, Reserved bool
+	// Reserved: a rack position the handover declares reserved and
+	// empty: the rack holds nothing (no trays, no busbar, no nodes).
+	Reserved bool
 	// Names are a compute tray's names in Slurm, Kubernetes and its BMC.
 	Names *NodeNames
 	// BMCAddress is where a BMC answers.

@@ -62,23 +62,27 @@ type NodeRecord struct {
 
 // RackRecord is one rack of the per-rack form.
 type RackRecord struct {
-	Name       string        `json:"name"`
-	Module     string        `json:"module"`
-	Position   string        `json:"position,omitempty"`
-	PartNumber string        `json:"part_number,omitempty"`
-	Serial     string        `json:"serial,omitempty"`
-	AssetTag   string        `json:"asset_tag,omitempty"`
-	Trays      []*TrayRecord `json:"trays"`
-	Pos        diag.Pos      `json:"-"`
-	h          *Handover     // the file it is from (nil: built in Go)
-	raw        []byte        // the record's bytes, for positions inside it
-	at         int           // where they start in the file
-	trayAt     []int         // where each tray starts in raw
+	Name       string `json:"name"`
+	Module     string `json:"module"`
+	Position   string `json:"position,omitempty"`
+	PartNumber string `json:"part_number,omitempty"`
+	Serial     string `json:"serial,omitempty"`
+	AssetTag   string `json:"asset_tag,omitempty"`
+	// Reserved: the position is reserved and empty (no name, no trays
+	// needed): the contract's rack there holds nothing as built.
+	Reserved bool          `json:"reserved,omitempty"`
+	Trays    []*TrayRecord `json:"trays"`
+	Pos      diag.Pos      `json:"-"`
+	h        *Handover     // the file it is from (nil: built in Go)
+	raw      []byte        // the record's bytes, for positions inside it
+	at       int           // where they start in the file
+	trayAt   []int         // where each tray starts in raw
 }
 
 // TrayRecord is one tray of a rack as built.
 type TrayRecord struct {
 	Slot          int                 `json:"slot"`
+	Spare         bool                `json:"spare,omitempty"` // a spare on the shelf: no slot
 	Kind          string              `json:"kind"`
 	PartNumber    string              `json:"part_number,omitempty"`
 	Serial        string              `json:"serial,omitempty"`
@@ -422,9 +426,13 @@ func (r *reader) rack(raw []byte, at, n int) *RackRecord {
 			r.diags.Errorf(RuleHandoverField, tpos, "", "%s: tray %d is null, want an object {\"slot\", \"kind\", …}", what, i+1).Hint =
 				"remove the null, or describe the tray"
 			continue
-		case t.Slot <= 0 || t.Kind == "":
+		case t.Spare && t.Slot > 0:
+			r.diags.Errorf(RuleHandoverField, tpos, "", "%s: tray %d is a spare in slot U%d: a spare is on the shelf, in no slot", what, i+1, t.Slot).Hint =
+				`drop its "slot" (a spare: {"spare": true, "kind": "compute", "serial": …}), or its "spare" if it is installed`
+			continue
+		case t.Spare && t.Kind == "" || !t.Spare && (t.Slot <= 0 || t.Kind == ""):
 			var missing []string
-			if t.Slot <= 0 {
+			if t.Slot <= 0 && !t.Spare {
 				missing = append(missing, `a "slot" (its lowest U, from 1)`)
 			}
 			if t.Kind == "" {
@@ -450,6 +458,15 @@ func (r *reader) rack(raw []byte, at, n int) *RackRecord {
 	}
 	clear(rec.Trays[len(trays):])
 	rec.Trays = trays
+	if rec.Reserved {
+		if n := len(slices.DeleteFunc(slices.Clone(trays), func(t *TrayRecord) bool { return t.Spare })); n > 0 {
+			r.diags.Errorf(RuleHandoverField, rec.Pos, "", "%s is reserved, but lists %d installed trays: a reserved position holds nothing", what, n).Hint =
+				`drop "reserved", or the trays (spares may stay: {"spare": true, …})`
+		}
+		if rec.Name == "" && rec.Position != "" {
+			rec.Name = rec.Position // for messages and the join
+		}
+	}
 	var missing []string
 	for _, f := range []struct{ name, v string }{{"name", rec.Name}, {"module", rec.Module}} {
 		if f.v == "" {
