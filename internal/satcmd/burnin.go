@@ -326,14 +326,17 @@ func burninDo(f burninFlags, stdout, stderr io.Writer, lookupEnv func(string) (s
 	if err := writeBurninReport(f.report, res); err != nil {
 		return 0, err
 	}
-	held := res.Held()
-	fmt.Fprintf(stdout, "%d nodes burned in, %d passed, %d held back; evidence %s (bundle %s), baselines %s, report %s\n",
-		len(res.Nodes), len(res.Nodes)-len(held), len(held), f.out, m.Bundle, f.baselines, f.report)
+	held, retest := res.Held(), res.Retests()
+	fmt.Fprintf(stdout, "%d nodes burned in, %d passed, %d held back, %d to re-test; evidence %s (bundle %s), baselines %s, report %s\n",
+		len(res.Nodes), len(res.Nodes)-len(held)-len(retest), len(held), len(retest), f.out, m.Bundle, f.baselines, f.report)
 	for _, n := range held {
 		fmt.Fprintf(stdout, "held %s (serial %s):\n", n.Name, n.Serial)
 		for _, r := range n.Reasons() {
 			fmt.Fprintf(stdout, "  %s\n", r)
 		}
+	}
+	for _, n := range retest { // implicated, no partner known good to re-pair with: neither held nor provisioned
+		fmt.Fprintf(stdout, "re-test %s (serial %s), not held:\n  %s\n", n.Name, n.Serial, strings.Join(n.Reasons(), "\n  "))
 	}
 	if res.Facility != nil {
 		fmt.Fprintln(stdout, res.Facility)

@@ -18,6 +18,21 @@ import (
 // recordedSamples is ../shared/samples, read in place.
 const recordedSamples = "../../../shared/samples"
 
+// h100Contracts is a copy of the example whose compute trays list H100
+// GPUs, the recorded samples' GPUs.
+func h100Contracts(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "h100")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(exampleDir)))
+	p := filepath.Join(dir, "racks.cue")
+	text, err := os.ReadFile(p)
+	require.NoError(t, err)
+	want := `gpu: {kind: "gpu", count: 4, model: "B300"}`
+	require.Contains(t, string(text), want)
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(text), want, `gpu: {kind: "gpu", count: 4, model: "H100"}`, 1)), 0o644))
+	return dir
+}
+
 // importedStore is a SQLite lifecycle store of the example, initialised
 // and imported with the real commands (nothing commissioned: the gate's
 // holds are what is checked); ops may do everything. It returns the
@@ -45,10 +60,12 @@ func importedStore(t *testing.T) (string, string) {
 }
 
 // sat burnin grade, the real command, on outputs recorded for eight
-// nodes of module ma (racks a-r01 and a-r02 of the example) built from
-// the real samples, one node's all-reduce slowed: exactly that node is
-// held, in the lifecycle store too (exit 2); the bundle verifies; the
-// report and baselines are written. A dry run writes nothing; --drain
+// nodes of module ma (racks a-r01 and a-r02 of the example, its trays'
+// GPUs listed as the samples' H100s) built from the real samples, one
+// node's all-reduce slowed: exactly that node is held, in the lifecycle
+// store too (exit 2); the bundle verifies; the report and baselines are
+// written. A dry run writes nothing, and against the example's own
+// inventory (B300) holds every node on the GPU model; --drain
 // without a Slurm fails before grading. A truncated file is exit 1
 // naming the file and its line, and nothing is written.
 func TestBurninGradeCommand(t *testing.T) {
@@ -63,9 +80,10 @@ func TestBurninGradeCommand(t *testing.T) {
 	recordedtest.Write(t, recordedSamples, filepath.Join(dir, "recorded"), nodes, recordedtest.Options{Slow: map[string]float64{slow: 0.6}})
 	store, ops := importedStore(t)
 	key, trust := sshKey(t)
+	h100 := h100Contracts(t)
 	grade := func(out string, extra ...string) (int, string, string) {
 		t.Helper()
-		args := append([]string{"burnin", "grade", filepath.Join(dir, "recorded"), "--contracts", exampleDir, "--module", "ma", "--out", out, "--gpus", "8",
+		args := append([]string{"burnin", "grade", filepath.Join(dir, "recorded"), "--contracts", h100, "--module", "ma", "--out", out, "--gpus", "8",
 			"--sign-key", key, "--lifecycle", store, "--lifecycle-key", ops}, extra...)
 		return sat(t, args...)
 	}
@@ -95,11 +113,14 @@ func TestBurninGradeCommand(t *testing.T) {
 	assert.Len(t, res.Nodes, 8)
 	assert.FileExists(t, filepath.Join(ev+".baselines", slow+".json"))
 
-	// a dry run grades and writes nothing
+	// a dry run grades and writes nothing; against the example's own
+	// inventory (B300 trays) the samples' H100s are each node's finding
 	dry := filepath.Join(dir, "dry")
-	code, stdout, stderr = grade(dry, "--dry-run")
+	code, stdout, stderr = grade(dry, "--dry-run", "--contracts", exampleDir)
 	require.Equal(t, cli.ExitFindings, code, stdout+stderr)
 	assert.Contains(t, stdout, "dry run: nothing was written")
+	assert.Contains(t, stdout, "8 nodes graded, 0 passed, 8 held back")
+	assert.Contains(t, stdout, "node gpu-a-r01-n01: nvidia-smi (nodes/gpu-a-r01-n01/nvidia-smi.csv) reads GPU model NVIDIA H100 80GB HBM3, but the inventory has B300 for its tray (serial SN-COMPUTE-0000001)")
 	assert.NoDirExists(t, dry)
 	assert.NoDirExists(t, dry+".baselines")
 
