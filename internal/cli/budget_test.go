@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,14 +49,18 @@ func TestParseBytes(t *testing.T) {
 // CUE evaluation that outgrows its budget.
 func TestMain(m *testing.M) {
 	switch os.Getenv("SEAM_BUDGET_CHILD") {
-	case "memory":
+	case "memory": // a Guard, and inside it an evaluation that names itself
 		stop := cli.Guard(os.Stderr, "child", "the CUE in bomb", cli.Budget{Memory: 256 << 20})
+		inner := cli.GuardEval("package bomb in bomb (bomb.cue)")
 		v := cuecontext.New().CompileString(doubling)
 		_ = v.Validate(cue.Concrete(true))
+		inner()
 		stop()
 		os.Exit(0)
-	case "time":
-		stop := cli.Guard(os.Stderr, "child", "the CUE in slow", cli.Budget{Time: 300 * time.Millisecond})
+	case "time": // an armed budget: only an evaluation is bounded
+		defer cli.Arm(os.Stderr, "child", cli.Budget{Time: 300 * time.Millisecond})()
+		time.Sleep(600 * time.Millisecond) // no evaluation yet: not stopped
+		stop := cli.GuardEval("the CUE in slow")
 		time.Sleep(time.Minute)
 		stop()
 		os.Exit(0)
@@ -85,14 +90,15 @@ func child(t *testing.T, kind string) (int, string, time.Duration) {
 func TestGuardStopsARunawayEvaluation(t *testing.T) {
 	code, stderr, took := child(t, "memory")
 	assert.Equal(t, cli.ExitTool, code, stderr)
-	assert.Contains(t, stderr, "child: evaluating the CUE in bomb used more than 256 MiB of memory after ")
-	assert.Contains(t, stderr, "raise the budget with SEAM_CUE_MEMORY=8GiB")
+	assert.Contains(t, stderr, "child: evaluating package bomb in bomb (bomb.cue) used more than 256 MiB of memory after ")
+	assert.Contains(t, stderr, "raise the budget with SEAM_CUE_MEMORY=512MiB")
 	assert.NotContains(t, stderr, "fatal error")
 	t.Logf("stopped after %s", took)
 
 	code, stderr, _ = child(t, "time")
 	assert.Equal(t, cli.ExitTool, code, stderr)
 	assert.Contains(t, stderr, "child: evaluating the CUE in slow took longer than 300ms")
+	assert.Contains(t, stderr, "raise the budget with SEAM_CUE_TIME=600ms")
 }
 
 // contractc and sat refuse a contract or binding bomb with the message,
@@ -114,7 +120,8 @@ func TestCommandsRefuseACUEBomb(t *testing.T) {
 				ee, ok := err.(*exec.ExitError)
 				require.True(t, ok, "%s: %v %s", strings.Join(args, " "), err, stderr.String())
 				assert.Equal(t, cli.ExitTool, ee.ExitCode(), stderr.String())
-				assert.Contains(t, stderr.String(), "evaluating the CUE in "+dir+" used more than 512 MiB of memory", strings.Join(args, " "))
+				assert.Regexp(t, "evaluating (the CUE|package bomb) in "+regexp.QuoteMeta(dir)+"( \\(bomb.cue\\))? used more than 512 MiB of memory", stderr.String(), strings.Join(args, " "))
+				assert.Contains(t, stderr.String(), "raise the budget with SEAM_CUE_MEMORY=1GiB", strings.Join(args, " "))
 				t.Logf("%s %s: stopped after %s", filepath.Base(args[0]), args[1], time.Since(start).Round(time.Millisecond))
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/seamdc/seam/contracts/schema"
+	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/inventory"
@@ -93,11 +94,17 @@ var contractRules = map[string]string{
 // Load reads and decodes a contract directory. The diagnostics cover
 // loading, schema and units; a nil Contracts means nothing could be
 // decoded.
+//
+// The evaluation runs under the CUE budget (cli.GuardEval): a runaway
+// package stops the process with a message naming it and the variable
+// that raises the budget.
 func Load(dir string) (*Contracts, diag.List, error) {
+	defer cli.GuardEval("the CUE in " + dir)()
 	r, diags, err := cueload.Load(dir, cueload.Config{ImportPath: schema.ImportPath, Files: schema.Files(), Bind: schema.Bind})
 	if err != nil || diags.Count(diag.Error) > 0 {
 		return nil, diags, err
 	}
+	defer cli.GuardEval(r.What())()
 	// One validation of the whole tree is enough when it passes; when it
 	// fails, each unit is validated on its own so that one error never
 	// hides another (a conflict can mask a missing required field).

@@ -17,6 +17,7 @@ import (
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
 
+	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/diag"
 )
 
@@ -57,6 +58,24 @@ type Result struct {
 	Ctx   *cue.Context
 	// SchemaDoc is Config.SchemaDoc, for hints.
 	SchemaDoc string
+	// Package is the package name of the user's files.
+	Package string
+	arg     string // dir as the caller gave it, for messages
+}
+
+// What names the loaded package for a message such as the CUE budget's:
+// "package site in contracts/examples/threemodule (controls.cue,
+// cooling.cue, it.cue and 8 more)".
+func (r *Result) What() string {
+	files := r.Files
+	more := ""
+	if len(files) > 3 {
+		files, more = files[:3], fmt.Sprintf(" and %d more", len(r.Files)-3)
+	}
+	if len(files) == 0 {
+		return "the CUE in " + r.arg
+	}
+	return fmt.Sprintf("package %s in %s (%s%s)", r.Package, r.arg, strings.Join(files, ", "), more)
 }
 
 // Load reads dir. It returns a load result and the diagnostics found
@@ -74,7 +93,7 @@ func Load(dir string, cfg Config) (*Result, diag.List, error) {
 	if !st.IsDir() {
 		return nil, nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	r := &Result{Dir: abs, Ctx: cuecontext.New(), SchemaDoc: cfg.SchemaDoc}
+	r := &Result{Dir: abs, Ctx: cuecontext.New(), SchemaDoc: cfg.SchemaDoc, arg: dir}
 	var diags diag.List
 	r.Files, err = cueFiles(abs)
 	if err != nil {
@@ -89,6 +108,10 @@ func Load(dir string, cfg Config) (*Result, diag.List, error) {
 	if len(pd) > 0 {
 		return r, pd, nil
 	}
+	r.Package = pkg
+	// Building evaluates: a runaway package stops here, under the budget
+	// (the caller's Guard or the armed one), named by its files.
+	defer cli.GuardEval(r.What())()
 	r.Root = moduleRoot(abs)
 	overlay := map[string]load.Source{}
 	if r.Root == "" {
