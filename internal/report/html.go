@@ -31,6 +31,8 @@ var htmlTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
 	"measured": func(c Check) string { return value(c, c.Measured) },
 	"limit":    limitText,
 	"margin":   func(c Check) string { return value(c, c.Margin) },
+	"ident":    ident,
+	"coverage": coverageWord,
 	"ambient": func(a results.Ambient) string {
 		return strings.TrimSpace(strconv.FormatFloat(*a.Value, 'g', 4, 64) + " " + a.Unit)
 	},
@@ -154,6 +156,8 @@ func HTML(w io.Writer, r *Run) error {
 	return nil
 }
 
+// title is the page's title, which a printed PDF keeps as its Title:
+// a simulated run's starts with SIMULATED.
 func title(r *Run) string {
 	level := strings.ToUpper(r.Level)
 	if level == "" || level == "ALL" {
@@ -163,7 +167,41 @@ func title(r *Run) string {
 	if r.Module != "" {
 		t += ", module " + r.Module
 	}
+	if r.Sim != "" {
+		t = "SIMULATED " + t
+	}
 	return t
+}
+
+// ident writes a dotted name (a case id, a clause's path) so that a
+// narrow column breaks it after a dot, never inside a part: each part
+// with its dot is kept whole, a break opportunity after each.
+func ident(id string) template.HTML {
+	parts := strings.SplitAfter(id, ".")
+	var b strings.Builder
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		if i > 0 {
+			b.WriteString("<wbr>")
+		}
+		b.WriteString(`<span class="seg">`)
+		b.WriteString(template.HTMLEscapeString(p))
+		b.WriteString("</span>")
+	}
+	return template.HTML(b.String())
+}
+
+// coverageWord is a coverage status in words.
+func coverageWord(status string) string {
+	switch status {
+	case "not_at_level":
+		return "not at this level"
+	case "untestable":
+		return "untestable here"
+	}
+	return strings.ReplaceAll(status, "_", " ")
 }
 
 func failingChecks(c *Case) []Check {

@@ -19,11 +19,7 @@ func Markdown(w io.Writer, r *Run) error {
 	if !r.Good() {
 		icon = "❌"
 	}
-	sim := ""
-	if r.Sim != "" {
-		sim = "SIMULATED "
-	}
-	fmt.Fprintf(&b, "### %s %s%s: %s\n\n", icon, sim, title(r), r.Verdict())
+	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, title(r), r.Verdict()) // a simulated run's title says SIMULATED
 	fmt.Fprintf(&b, "%d of %d cases passed", all.Pass, all.Total())
 	if all.Fail+all.Error+all.Aborted+all.Skipped > 0 {
 		fmt.Fprintf(&b, " (%d failed, %d error, %d aborted, %d skipped)", all.Fail, all.Error, all.Aborted, all.Skipped)
