@@ -276,8 +276,11 @@ func (r *Result) Diagnostics(err error, rule string) diag.List {
 			d.Rule, d.Hint = classify(msg, r.schemaDoc())
 		}
 		d.Pos = r.errPos(e)
-		if d.Rule == RuleSyntax && strings.Contains(msg, "found 'EOF'") {
+		switch {
+		case d.Rule == RuleSyntax && strings.Contains(msg, "found 'EOF'"):
 			r.unclosed(&d)
+		case d.Rule == RuleSyntax && strings.Contains(msg, "expected 'EOF', found"):
+			r.strayCloser(&d)
 		}
 		if strings.HasPrefix(format, "conflicting values") {
 			d.Related = r.otherValues(e, d.Pos, e.Path())

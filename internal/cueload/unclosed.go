@@ -46,29 +46,20 @@ func rawString(b []byte) bool {
 	return n < len(b) && b[n] == '"'
 }
 
-// openAtEnd finds the opener a file that ends too early leaves open,
-// skipping strings (also multi-line and #"raw"# ones) and comments: the
-// first opener closed by a closer that starts a line less or more
-// indented than the opener's line (formatted CUE lines its closers up
-// with their openers: a stray opener or a missing closer breaks that
-// right after itself), else the innermost opener still open at the end;
-// line 0 when all are closed.
-func openAtEnd(b []byte) (line, col int, open byte) {
-	type at struct {
-		c              byte
-		line, col, ind int
-	}
-	var stack []at
-	var first *at
+// bracket is a brace, bracket or parenthesis outside strings and
+// comments: where it is, and the indentation of its line.
+type bracket struct {
+	c              byte
+	line, col, ind int
+	starts         bool // only blanks precede it on its line
+}
+
+// scanBrackets lists the brackets of b, skipping strings (also
+// multi-line and #"raw"# ones) and comments; false for an unterminated
+// string (CUE reports that one itself).
+func scanBrackets(b []byte) ([]bracket, bool) {
+	var out []bracket
 	ln, cl := 1, 0
-	indent := func(i int) (int, bool) { // the indentation of the line of b[i], and whether only blanks precede it
-		start := bytes.LastIndexByte(b[:i], '\n') + 1
-		n := 0
-		for start+n < i && (b[start+n] == ' ' || b[start+n] == '\t') {
-			n++
-		}
-		return n, start+n == i
-	}
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		cl++
@@ -93,7 +84,7 @@ func openAtEnd(b []byte) (line, col int, open byte) {
 			end := quote + strings.Repeat("#", hashes)
 			j := bytes.Index(b[q+len(quote):], []byte(end))
 			if j < 0 {
-				return 0, 0, 0 // an unterminated string: CUE reports that one itself
+				return nil, false
 			}
 			skipped := b[i : q+len(quote)+j+len(end)]
 			if n := bytes.Count(skipped, []byte{'\n'}); n > 0 {
@@ -102,18 +93,50 @@ func openAtEnd(b []byte) (line, col int, open byte) {
 				cl += len(skipped) - 1
 			}
 			i += len(skipped) - 1
-		case c == '{' || c == '[' || c == '(':
-			ind, _ := indent(i)
-			stack = append(stack, at{c, ln, cl, ind})
-		case c == '}' || c == ']' || c == ')':
-			if len(stack) == 0 {
-				continue
-			}
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if ind, starts := indent(i); starts && ind != top.ind && first == nil {
-				first = &top
-			}
+		case strings.IndexByte("{[()]}", c) >= 0:
+			ind, starts := indentAt(b, i)
+			out = append(out, bracket{c, ln, cl, ind, starts})
+		}
+	}
+	return out, true
+}
+
+// indentAt is the indentation of the line of b[i], and whether only
+// blanks precede b[i] on it.
+func indentAt(b []byte, i int) (int, bool) {
+	start := bytes.LastIndexByte(b[:i], '\n') + 1
+	n := 0
+	for start+n < i && (b[start+n] == ' ' || b[start+n] == '\t') {
+		n++
+	}
+	return n, start+n == i
+}
+
+// openAtEnd finds the opener a file that ends too early leaves open:
+// the first opener closed by a closer that starts a line less or more
+// indented than the opener's line (formatted CUE lines its closers up
+// with their openers: a stray opener or a missing closer breaks that
+// right after itself), else the innermost opener still open at the end;
+// line 0 when all are closed.
+func openAtEnd(b []byte) (line, col int, open byte) {
+	brackets, ok := scanBrackets(b)
+	if !ok {
+		return 0, 0, 0
+	}
+	var stack []bracket
+	var first *bracket
+	for _, k := range brackets {
+		if strings.IndexByte("{[(", k.c) >= 0 {
+			stack = append(stack, k)
+			continue
+		}
+		if len(stack) == 0 {
+			continue
+		}
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if k.starts && k.ind != top.ind && first == nil {
+			first = &top
 		}
 	}
 	if len(stack) == 0 {
@@ -124,4 +147,80 @@ func openAtEnd(b []byte) (line, col int, open byte) {
 		top = *first
 	}
 	return top.line, top.col, top.c
+}
+
+// strayCloser points a syntax error found at a closer the file does
+// not expect ("expected 'EOF', found '}'": CUE sees it at the end, where
+// the closers run out) at the line whose opener is missing.
+func (r *Result) strayCloser(d *diag.Diagnostic) {
+	p := d.Pos.Resolved()
+	if p.File == "" {
+		return
+	}
+	name := p.File
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(r.Dir, name)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return
+	}
+	line, col, open, closer := missingOpener(b)
+	if line == 0 {
+		return
+	}
+	d.Message = fmt.Sprintf("a %q seems missing at the end of this line: the %q at %d:%d closes a block this line should open (%s)", open, closer.c, closer.line, closer.col, d.Message)
+	d.Hint = fmt.Sprintf("open the block with %q here, or remove the %q at line %d if it is one too many", open, closer.c, closer.line)
+	d.Pos = diag.Pos{File: p.File, Line: line, Col: col}
+}
+
+// missingOpener finds where a file with one closer too many lacks its
+// opener. The culprit closer is the first that closes nothing, or that
+// starts a line indented otherwise than its opener's line (formatted CUE
+// lines its closers up with their openers: a missing opener makes the
+// closer of its block close the enclosing one); the opener belongs at
+// the end of the nearest line before it indented no deeper than it, the
+// line whose block it ends. line 0 when there is no such closer.
+func missingOpener(b []byte) (line, col int, open byte, closer bracket) {
+	brackets, ok := scanBrackets(b)
+	if !ok {
+		return 0, 0, 0, bracket{}
+	}
+	pair := map[byte]byte{'}': '{', ']': '[', ')': '('}
+	var stack []bracket
+	found := false
+	for _, k := range brackets {
+		if _, isClose := pair[k.c]; !isClose {
+			stack = append(stack, k)
+			continue
+		}
+		if len(stack) == 0 {
+			closer, found = k, true
+			break
+		}
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if k.starts && k.ind != top.ind {
+			closer, found = k, true
+			break
+		}
+	}
+	if !found || !closer.starts {
+		return 0, 0, 0, bracket{}
+	}
+	lines := strings.Split(string(b), "\n")
+	for l := closer.line - 1; l >= 1; l-- {
+		text := strings.TrimRight(lines[l-1], " \t\r")
+		trimmed := strings.TrimLeft(text, " \t")
+		if trimmed == "" || strings.HasPrefix(trimmed, "//") {
+			continue
+		}
+		if len(text)-len(trimmed) <= closer.ind {
+			if c := strings.Index(text, "//"); c >= 0 && !strings.Contains(text[:c], `"`) {
+				text = strings.TrimRight(text[:c], " \t")
+			}
+			return l, len(text) + 1, pair[closer.c], closer
+		}
+	}
+	return 0, 0, 0, bracket{}
 }
