@@ -172,7 +172,7 @@ func (n node) q(label string, dims ...units.Dimension) Q {
 	if c.v.IncompleteKind() == cue.NumberKind || c.v.IncompleteKind() == cue.IntKind || c.v.IncompleteKind() == cue.FloatKind {
 		num, _ := c.v.MarshalJSON()
 		c.d.diags.Add(diag.Diagnostic{Rule: RuleNoUnit, Severity: diag.Error, Pos: pos, Path: c.path,
-			Message: fmt.Sprintf("%s: %s has no unit", c.path, num), Hint: withUnitHint(string(num), dims[0])})
+			Message: fmt.Sprintf("%s: %s has no unit", c.path, num), Hint: withUnitHint(string(num), dims)})
 		return Q{}
 	}
 	raw, err := c.v.String()
@@ -186,7 +186,7 @@ func (n node) q(label string, dims ...units.Dimension) Q {
 		var missing *units.MissingUnitError
 		if errors.As(err, &missing) {
 			d.Rule, d.Message = RuleNoUnit, fmt.Sprintf("%s: %q has no unit", c.path, raw)
-			d.Hint = withUnitHint(strings.TrimSpace(raw), dims[0])
+			d.Hint = withUnitHint(strings.TrimSpace(raw), dims)
 		}
 		c.d.diags.Add(d)
 		return Q{}
@@ -221,16 +221,23 @@ func measurable(d units.Dimension) bool {
 	return d != units.Ratio && d != units.Time && d != units.TempDiff
 }
 
-// withUnitHint suggests the number with a unit; a ratio written as a
+// withUnitHint suggests the number with a unit. Where a percentage is
+// allowed (a derating, a tolerance, a load) it is suggested first, so a
+// percentage that lost its "%" stays one ("5" → "5 %", not "5 V"); a
 // fraction (0.85) is suggested as a percentage (85 %).
-func withUnitHint(num string, d units.Dimension) string {
-	if d == units.Ratio {
-		if f, err := strconv.ParseFloat(num, 64); err == nil && f > 0 && f <= 1 {
-			return fmt.Sprintf("write it as a percentage, such as \"%s\"", units.Format(f*100, "%"))
-		}
-		return fmt.Sprintf("write it as a percentage, such as \"%s %%\"", num)
+func withUnitHint(num string, dims []units.Dimension) string {
+	d := dims[0]
+	if !slices.Contains(dims, units.Ratio) {
+		return fmt.Sprintf("write it as a string with its unit, such as \"%s %s\"", num, units.Canonical(d))
 	}
-	return fmt.Sprintf("write it as a string with its unit, such as \"%s %s\"", num, units.Canonical(d))
+	pct := num + " %"
+	if f, err := strconv.ParseFloat(num, 64); err == nil && f > 0 && f <= 1 {
+		pct = units.Format(f*100, "%")
+	}
+	if d == units.Ratio {
+		return fmt.Sprintf("write it as a percentage, such as \"%s\"", pct)
+	}
+	return fmt.Sprintf("write it as a percentage, such as \"%s\", or with its unit, such as \"%s %s\"", pct, num, units.Canonical(d))
 }
 
 func dimName(d units.Dimension) string { return strings.ReplaceAll(string(d), "_", " ") }
