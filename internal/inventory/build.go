@@ -31,6 +31,9 @@ type builder struct {
 	partial map[*Handover]bool      // files with records that did not join
 	// identities is the block parts' identities are allocated from
 	identities []Identity
+	// ports: the cable in each port of the rack being built's switches,
+	// by switch slot and port (as built); one map, cleared per rack
+	ports map[[2]int]cableEnd
 }
 
 // complete reports whether every record of the files recs come from
@@ -156,9 +159,6 @@ type rackBuild struct {
 	bySlot                       map[int]*TrayRecord
 	names                        []*NodeRecord
 	node                         int // compute trays added
-	// ports: the cable in each port of a switch, by switch slot and port
-	// (as built)
-	ports map[[2]int]cableEnd
 }
 
 // cableEnd is what a switch port's cable comes from, for a message.
@@ -171,6 +171,7 @@ func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
 	g := b.g
 	rb := &rackBuild{busbar: None, manifold: None, pdus: map[string]ID{}, tors: map[int]ID{}, mgmts: map[int]ID{},
 		rec: b.asBuilt[r], names: b.names[r]}
+	clear(b.ports)
 	e := Element{Key: r.ID, Kind: KindRack, PowerW: Watts(r.DesignPower), Pos: r.Pos}
 	if rb.rec != nil {
 		e.Identity = identity(rb.rec.PartNumber, rb.rec.Serial, rb.rec.AssetTag, "", nil)
@@ -506,13 +507,13 @@ func (b *builder) port(rb *rackBuild, rec *TrayRecord, port *Port, sw ID, kind K
 	if kind == KindManagementSwitch {
 		what = "the BMC of"
 	}
-	if rb.ports == nil {
-		rb.ports = map[[2]int]cableEnd{}
+	if b.ports == nil {
+		b.ports = make(map[[2]int]cableEnd, 64)
 	}
 	at := [2]int{port.Switch, port.Port}
-	prev, taken := rb.ports[at]
+	prev, taken := b.ports[at]
 	if !taken {
-		rb.ports[at] = cableEnd{what, rec}
+		b.ports[at] = cableEnd{what, rec}
 		return
 	}
 	swe := b.g.els[sw]

@@ -471,8 +471,9 @@ func (c *checker) domains() {
 			byName[e.Domain] = append(byName[e.Domain], ID(i))
 		}
 	}
-	// a contract domain's trays by the name they give it
-	named := map[ID]map[string][]ID{}
+	// a contract domain's names as built: the first, and the others
+	// (rare: only then is a map per domain made)
+	named, more := map[ID]string{}, map[ID][]string{}
 	count := func(d ID, name string, trays []ID) int {
 		n := 0
 		for _, t := range trays {
@@ -522,18 +523,19 @@ func (c *checker) domains() {
 			continue
 		}
 		for _, d := range domains {
-			if named[d] == nil {
-				named[d] = map[string][]ID{}
+			if _, ok := named[d]; ok {
+				more[d] = append(more[d], name)
+				continue
 			}
-			named[d][name] = trays
+			named[d] = name
 		}
 	}
 	// a domain its trays give two names: the name most of them give is
 	// its name, and each tray that gives another is out of place
-	for _, d := range sortedIDs(g, named) {
-		byN := named[d]
-		if len(byN) < 2 {
-			continue
+	for _, d := range sortedIDs(g, more) {
+		byN := map[string][]ID{named[d]: byName[named[d]]}
+		for _, name := range more[d] {
+			byN[name] = byName[name]
 		}
 		names := sortedKeys(byN)
 		slices.SortStableFunc(names, func(a, b string) int { return len(byN[b]) - len(byN[a]) })

@@ -177,6 +177,17 @@ func (c *checker) busbars() {
 		}
 		// a rack whose design carries its load, but whose as-built shelves
 		// do not, is reported at the shelf records that differ
+		var biggestShelf int64
+		for _, w := range byShelf {
+			biggestShelf = max(biggestShelf, w)
+		}
+		finding := total-biggestPSU < load || total-biggestShelf < load
+		for _, w := range byFeed {
+			finding = finding || len(rackFeeds) >= 2 && total-w < load
+		}
+		if !finding {
+			continue // the common case: nothing more to work out
+		}
 		lead, causeHint := path, ""
 		var related []diag.Related
 		if causes := c.asBuiltShelves(r, load); len(causes) > 0 {
@@ -202,10 +213,6 @@ func (c *checker) busbars() {
 		what := "design power"
 		if r == nil || !r.DesignPower.Set {
 			what = "design draw"
-		}
-		var biggestShelf int64
-		for _, w := range byShelf {
-			biggestShelf = max(biggestShelf, w)
 		}
 		empty := "" // shelves with every bay empty, as built
 		shelves := 0
