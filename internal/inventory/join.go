@@ -6,12 +6,14 @@ import (
 	"strings"
 
 	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/topology/names"
 )
 
 // join matches every handover record to the contract rack it describes.
 func (b *builder) join(handovers []*Handover) {
 	racks := map[*Rack]*RackRecord{}
 	nodes := map[string]*NodeRecord{}
+	checked := map[string]bool{} // rack names whose switch name is checked
 	for _, h := range handovers {
 		if h == nil || !b.sameSite(h) {
 			continue
@@ -30,6 +32,7 @@ func (b *builder) join(handovers []*Handover) {
 				continue
 			}
 			racks[r] = rec
+			b.switchName(rec.Name, rec.Pos, checked)
 		}
 		for _, rec := range h.Nodes {
 			if rec == nil || rec.Node == "" || rec.Module == "" || rec.Rack == "" {
@@ -52,12 +55,27 @@ func (b *builder) join(handovers []*Handover) {
 				continue
 			}
 			b.checkNodeRecord(rec, r)
+			b.switchName(rec.Rack, rec.Pos, checked)
 			b.names[r] = append(b.names[r], rec)
 		}
 	}
 	b.asBuilt = racks
 	for _, recs := range b.names {
 		slices.SortFunc(recs, func(a, c *NodeRecord) int { return strings.Compare(a.Node, c.Node) })
+	}
+}
+
+// switchName reports a handover rack name that Slurm cannot take as the
+// name of the rack's leaf switch (contractc topology names leaves after
+// racks and refuses it, in these words), once per name.
+func (b *builder) switchName(name string, pos diag.Pos, checked map[string]bool) {
+	if checked[name] {
+		return
+	}
+	checked[name] = true
+	if err := names.Switch(name); err != nil {
+		b.diags.Errorf(RuleNodeName, pos, "", "rack %s: %v", name, err).Hint =
+			"rename the rack in the handover: contractc topology makes it a leaf switch of topology.conf (letters, digits, '-', '_' and '.', at most 64 characters)"
 	}
 }
 

@@ -58,7 +58,7 @@ var Rules = map[string]string{
 	RuleBMCName:         "two BMCs with one host name",
 	RulePort:            "two cables in one port of a data or management switch",
 	RuleDesignPower:     "a rack's design power below the design draw of its trays",
-	RuleNodeName:        "a node name its scheduler cannot take: Slurm's host lists or Kubernetes' RFC 1123 names",
+	RuleNodeName:        "a node name its scheduler cannot take (Slurm's host lists, Kubernetes' RFC 1123 names), or a rack name Slurm cannot take for its leaf switch",
 	RuleHandoverSyntax:  "a handover file that is not JSON",
 	RuleHandoverField:   "a handover field the format does not know, or a value of the wrong type or kind",
 	RuleHandoverFormat:  "a handover file of another format, or of none",

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/seamdc/seam/internal/topology/hostlist"
 	"github.com/seamdc/seam/internal/topology/names"
 )
 
@@ -33,7 +32,7 @@ const (
 const DefaultRoot = "spine"
 
 // MaxSwitchName is the longest switch name topology.conf(5) allows.
-const MaxSwitchName = 64
+const MaxSwitchName = names.MaxSwitchName
 
 // Topology is the site as a scheduler sees it: modules, their leaves,
 // the nodes under each, and a root so that jobs can still span modules.
@@ -245,8 +244,8 @@ func checkNode(p *problems, n *Node, slurm, kube map[string]*Node) {
 func checkSwitchNames(p *problems, t *Topology) {
 	seen := map[string]string{}
 	check := func(name, what string) {
-		if err := hostlist.CheckName(name, MaxSwitchName); err != nil {
-			p.add("%s: Slurm cannot take it as a switch name: %v", what, err)
+		if err := names.Switch(name); err != nil { // vet's INV027 for a rack's name
+			p.add("%s: %v", what, err)
 		}
 		if prev, ok := seen[name]; ok {
 			p.add("%s and %s are both called %s: switch names must be unique", what, prev, name)

@@ -22,6 +22,19 @@ func Slurm(s string) error {
 	return nil
 }
 
+// MaxSwitchName is the longest switch name topology.conf(5) allows.
+const MaxSwitchName = 64
+
+// Switch reports why Slurm cannot take s as a switch name: a rack's name
+// in the handover becomes its leaf switch in topology.conf. The error
+// reads "Slurm cannot take it as a switch name: …".
+func Switch(s string) error {
+	if err := hostlist.CheckName(s, MaxSwitchName); err != nil {
+		return fmt.Errorf("Slurm cannot take it as a switch name: %w", err)
+	}
+	return nil
+}
+
 // Kubernetes reports why Kubernetes cannot take s as a node name: a
 // node is an object, its name an RFC 1123 subdomain (lower-case letters,
 // digits, '-' and '.', at most 253 characters). The error reads

@@ -1,6 +1,9 @@
 package names
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestNode: the names vet and topology refuse, in the words both print.
 func TestNode(t *testing.T) {
@@ -30,6 +33,23 @@ func TestNode(t *testing.T) {
 			if got[i] != tc.want[i] {
 				t.Errorf("Node(%q, %q)[%d] = %q, want %q", tc.slurm, tc.kube, i, got[i], tc.want[i])
 			}
+		}
+	}
+}
+
+// TestSwitch: a rack's name as its leaf switch.
+func TestSwitch(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"a-r01", ""},
+		{"a-r01 (row A)", `Slurm cannot take it as a switch name: "a-r01 (row A)" has ' ' at position 6: Slurm names take letters, digits, '-', '_' and '.' (brackets and commas are hostlist syntax)`},
+		{string(make([]byte, 65)), "longer than Slurm's 64"},
+	} {
+		err := Switch(tc.name)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("Switch(%q) = %v, want nil", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("Switch(%q) = %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }
