@@ -29,7 +29,8 @@ import (
 	"github.com/seamdc/seam/internal/version"
 )
 
-const burninHelp = `GPU burn-in of a module's nodes through Slurm or Kubernetes (docs/burnin.md):
+const burninHelp = `GPU burn-in of a module's nodes through Slurm, Kubernetes or the simulated site
+(docs/burnin.md):
 
   sat burnin run --contracts DIR --module M --out DIR [--slurm-conf FILE]
           [--tools DIR] [--nodes N1,N2…] [--sign-key KEY] [--timeout D]
@@ -77,12 +78,19 @@ node is held back or to re-test (compare: something got worse), 1 the
 tool failed or its input did not read.`
 
 func init() {
-	register("burnin", "GPU burn-in through Slurm or Kubernetes: diagnostics, all-reduce ladder, baselines as evidence", runBurnin)
+	register("burnin", "GPU burn-in through Slurm or Kubernetes: diagnostics, all-reduce ladder, baselines as evidence", runBurnin).
+		WithExample("sat burnin run --scheduler sim --site /tmp/site --contracts contracts/examples/threemodule --module ma --out out/burnin-ma").
+		Sub("run", "reserve the module's nodes, run the diagnostics and all-reduce ladder, grade them and write the evidence",
+			"sat burnin run --scheduler sim --site /tmp/site --contracts contracts/examples/threemodule --module ma --out out/burnin-ma").
+		Sub("grade", "grade a burn-in the site already ran from its recorded outputs, with the same evidence",
+			"sat burnin grade recorded --contracts contracts/examples/threemodule --module ma --out out/burnin-graded").
+		Sub("compare", "compare the factory's and the site's baselines: every node's figure that got worse",
+			"sat burnin compare out/burnin-factory out/burnin-ma")
 }
 
 func runBurnin(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, burninHelp)
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		program.PrintSubs(stderr, "burnin", burninHelp)
 		if len(args) == 0 {
 			return cli.ExitTool
 		}
@@ -96,7 +104,8 @@ func runBurnin(args []string, stdout, stderr io.Writer) int {
 	case "compare":
 		return burninCompare(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "sat burnin: unknown subcommand %q (run, grade or compare)\n\n%s\n", args[0], burninHelp)
+	fmt.Fprintf(stderr, "sat burnin: unknown subcommand %q (run, grade or compare)\n\n", args[0])
+	program.PrintSubs(stderr, "burnin", burninHelp)
 	return cli.ExitTool
 }
 
@@ -114,7 +123,7 @@ type burninFlags struct {
 }
 
 func burninRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	fs := flag.NewFlagSet("run --contracts DIR --module M --out DIR [flags]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("--contracts DIR --module M --out DIR [flags]", flag.ContinueOnError)
 	var f burninFlags
 	fs.StringVar(&f.contracts, "contracts", "", "the site's contracts (their inventory names the nodes, racks and serials)")
 	fs.StringVar(&f.module, "module", "", "the IT module to burn in")
@@ -470,7 +479,7 @@ func currentUser() string {
 }
 
 func burninCompare(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("compare FACTORY SITE", flag.ContinueOnError)
+	fs := flag.NewFlagSet("FACTORY SITE", flag.ContinueOnError)
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 2 {
 		err = cli.Usagef("want the factory's and the site's baselines (bundles or baselines.json), got %d arguments", len(pos))

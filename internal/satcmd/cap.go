@@ -3,7 +3,6 @@ package satcmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,15 +20,18 @@ import (
 )
 
 func init() {
-	register("cap", "apply, clear or check power caps through the nodes' BMCs (Redfish PowerLimit), with evidence", runCap)
+	register("cap", "apply, clear or check power caps through the nodes' BMCs (Redfish PowerLimit), with evidence", runCap).
+		WithExample("sat cap apply --site /tmp/site --dry-run caps.json").
+		Sub("apply", "write each node's cap to its BMC and read it back, with evidence (--dry-run: print the PATCH, write nothing)",
+			"sat cap apply --site /tmp/site --evidence out/caps-applied caps.json").
+		Sub("clear", "write each BMC's maximum back, with evidence",
+			"sat cap clear --site /tmp/site --evidence out/caps-cleared caps.json").
+		Sub("check", "read each BMC's cap and compare it with the caps file (exit 2 on drift)",
+			"sat cap check --site /tmp/site caps.json")
 }
 
-const capHelp = `sat cap apply --site BINDING --evidence DIR CAPS
-sat cap clear --site BINDING --evidence DIR CAPS
-sat cap apply|clear --site BINDING --dry-run CAPS
-sat cap check --site BINDING CAPS
-
-Writes the caps of CAPS (the file contractc budget --cap --caps-out
+// capHelp is what sat cap -h says after its subcommands.
+const capHelp = `Writes the caps of CAPS (the file contractc budget --cap --caps-out
 writes; docs/capping.md) to each node's BMC over Redfish: its
 Controls/PowerLimit SetPoint (in W, kW or % of the node's maximum), or
 the legacy Power.PowerControl[0].PowerLimit.LimitInWatts where the BMC
@@ -47,6 +49,13 @@ nothing: no BMC, no evidence.
 Exit codes: 0 every BMC took (or, for check, has) its cap; 2 a BMC
 refused, failed or drifted; 1 the tool failed.`
 
+// capUsage is each subcommand's usage line after its name.
+var capUsage = map[string]string{
+	"apply": "--site BINDING (--evidence DIR | --dry-run) CAPS",
+	"clear": "--site BINDING (--evidence DIR | --dry-run) CAPS",
+	"check": "--site BINDING CAPS",
+}
+
 type capFlags struct {
 	site, evidence, format string
 	dryRun                 bool
@@ -59,17 +68,20 @@ func runCap(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCapEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	if len(args) == 0 || (args[0] != "apply" && args[0] != "clear" && args[0] != "check") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintln(stderr, capHelp)
-			return cli.ExitOK
+	if len(args) == 0 || capUsage[args[0]] == "" {
+		code := cli.ExitTool
+		switch {
+		case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help"):
+			code = cli.ExitOK
+		case len(args) > 0:
+			fmt.Fprintf(stderr, "sat cap: unknown subcommand %q (apply, clear or check)\n\n", args[0])
 		}
-		fmt.Fprintln(stderr, capHelp)
-		return cli.ExitTool
+		program.PrintSubs(stderr, "cap", capHelp)
+		return code
 	}
 	op := map[string]apply.Op{"apply": apply.Apply, "clear": apply.Clear, "check": apply.Read}[args[0]]
 	name := "cap " + args[0]
-	fs := flag.NewFlagSet("--site BINDING [--evidence DIR] CAPS", flag.ContinueOnError)
+	fs := flag.NewFlagSet(capUsage[args[0]], flag.ContinueOnError)
 	var f capFlags
 	fs.StringVar(&f.site, "site", "", "the site binding directory, with its bmcs section (required)")
 	fs.StringVar(&f.evidence, "evidence", "", "the evidence bundle to write (a new directory; required for apply and clear)")
@@ -95,9 +107,6 @@ func runCapEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 		err = f.bmc.check()
 	}
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, capHelp)
-		}
 		return fail(stderr, name, fs, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

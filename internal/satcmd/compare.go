@@ -12,7 +12,8 @@ import (
 )
 
 func init() {
-	register("compare", "compare the measured values of two runs (FAT against SAT)", runCompare)
+	register("compare", "compare the measured values of two runs (FAT against SAT)", runCompare).
+		WithExample("sat compare evidence/fat-p1-factory evidence/sat-ma-2026-11-29")
 }
 
 const compareHelp = `Matches every check of RUN_A with the check of RUN_B that grades the

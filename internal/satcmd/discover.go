@@ -25,7 +25,8 @@ import (
 )
 
 func init() {
-	register("discover", "walk the site's BMCs over Redfish and report what differs from the inventory", runDiscover)
+	register("discover", "walk the site's BMCs over Redfish and report what differs from the inventory", runDiscover).
+		WithExample("sat discover --site /tmp/site")
 }
 
 const discoverHelp = `Walks the site's BMCs over Redfish (gofish: a session per BMC, closed

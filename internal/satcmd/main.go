@@ -20,9 +20,14 @@ var program = &cli.Program{
 	NoTimeBudget: map[string]bool{"sim": true, "probe": true},
 }
 
+func init() {
+	// report.go registers report (its owner's file); its example is here
+	program.Example("report", "sat report out/run1")
+}
+
 // register adds a subcommand; each file registers its own in init.
-func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
-	program.Register(name, summary, run)
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) *cli.Command {
+	return program.Register(name, summary, run)
 }
 
 // Main runs sat with args (without the program name).

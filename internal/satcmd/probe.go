@@ -24,7 +24,8 @@ import (
 )
 
 func init() {
-	register("probe", "read every bound channel once (or --watch): value, unit, quality, latency", runProbe)
+	register("probe", "read every bound channel once (or --watch): value, unit, quality, latency", runProbe).
+		WithExample("sat probe --site /tmp/site")
 }
 
 const probeHelp = `Reads every channel and load bank of a site binding through the device

@@ -25,7 +25,8 @@ import (
 )
 
 func init() {
-	register("run", "run a test plan against a site or the simulated site, keeping evidence (--lifecycle: offer the transition it allows)", runWithLifecycle)
+	register("run", "run a test plan against a site or the simulated site, keeping evidence (--lifecycle: offer the transition it allows)", runWithLifecycle).
+		WithExample("sat run sat-ma.json --sim --time-scale max --out out/run1")
 }
 
 const runHelp = `Runs a compiled plan (contractc compile) against a real site through its

@@ -24,8 +24,10 @@ import (
 )
 
 func init() {
-	register("sign-off", "sign a finished evidence bundle as its witness or accepting engineer", runSignOff)
-	register("attach", "attach a file to a finished evidence bundle, signed", runAttach)
+	register("sign-off", "sign a finished evidence bundle as its witness or accepting engineer", runSignOff).
+		WithExample("sat sign-off out/run1 --role witness --key ~/.ssh/id_ed25519 --by \"Jane Roe\"")
+	register("attach", "attach a file to a finished evidence bundle, signed", runAttach).
+		WithExample("sat attach out/run1 pq/EVT0005.cfg --key ~/.ssh/id_ed25519 --by \"Jane Roe\"")
 }
 
 const signOffHelp = `Adds a signed amendment after the end of a finished, verified run: the

@@ -22,7 +22,8 @@ import (
 )
 
 func init() {
-	register("sim", "run the simulated site and print its devices as a site binding", runSim)
+	register("sim", "run the simulated site and print its devices as a site binding", runSim).
+		WithExample("sat sim contracts/examples/threemodule --out /tmp/site")
 }
 
 const simHelp = `Runs the simulated site of a contract directory: its load banks, floor

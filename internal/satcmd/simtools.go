@@ -21,7 +21,12 @@ import (
 )
 
 func init() {
-	register("sim-tools", "the simulated nodes' GPU tools: nvidia-smi, dcgmi, all_reduce_perf", runSimTools)
+	register("sim-tools", "the simulated nodes' GPU tools: nvidia-smi, dcgmi, all_reduce_perf", runSimTools).
+		WithExample("sat sim-tools install /tmp/gpu --site /tmp/site").
+		Sub("install", "write nvidia-smi, dcgmi and all_reduce_perf into a directory, for a job's PATH",
+			"sat sim-tools install /tmp/gpu --site /tmp/site").
+		Sub("run", "run one simulated tool as the node --node (or SLURMD_NODENAME) would",
+			"sat sim-tools run --control http://127.0.0.1:9000 --node gpu-a-r01-n01 nvidia-smi -L")
 }
 
 const simToolsHelp = `The GPU tools of the simulated site's nodes, printing what NVIDIA's
@@ -51,8 +56,8 @@ func runSimTools(args []string, stdout, stderr io.Writer) int {
 }
 
 func runSimToolsEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, simToolsHelp)
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		program.PrintSubs(stderr, "sim-tools", simToolsHelp)
 		if len(args) == 0 {
 			return cli.ExitTool
 		}
@@ -64,12 +69,13 @@ func runSimToolsEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 	case "run":
 		return simToolsRun(args[1:], stdout, stderr, lookupEnv)
 	}
-	fmt.Fprintf(stderr, "sat sim-tools: unknown subcommand %q (install or run)\n\n%s\n", args[0], simToolsHelp)
+	fmt.Fprintf(stderr, "sat sim-tools: unknown subcommand %q (install or run)\n\n", args[0])
+	program.PrintSubs(stderr, "sim-tools", simToolsHelp)
 	return cli.ExitTool
 }
 
 func simToolsInstall(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("install DIR --control URL | --site BINDING [--sat PATH]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR --control URL | --site BINDING [--sat PATH]", flag.ContinueOnError)
 	control := fs.String("control", "", "the simulator's control interface, http://127.0.0.1:PORT")
 	site := fs.String("site", "", "a binding written by sat sim (its simulator block names the control interface)")
 	satPath := fs.String("sat", "", "the sat program the tools run (default: this one)")
@@ -144,12 +150,15 @@ func installTools(dir, satPath, control string) (string, error) {
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func simToolsRun(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	fs := flag.NewFlagSet("run [--control URL] [--node NAME] TOOL [ARGS...]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("[--control URL] [--node NAME] TOOL [ARGS...]", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	control := fs.String("control", "", "the simulator's control interface (default $"+EnvSimControl+")")
 	node := fs.String("node", "", "the node (default $SLURMD_NODENAME)")
 	if err := fs.Parse(args); err != nil { // stops at the tool: its arguments are its own
-		return fail(stderr, "sim-tools run", fs, cli.Usagef("%v", err))
+		if !errors.Is(err, flag.ErrHelp) {
+			err = cli.Usagef("%v", err)
+		}
+		return fail(stderr, "sim-tools run", fs, err)
 	}
 	env := func(k string) string { v, _ := lookupEnv(k); return v }
 	if *control == "" {

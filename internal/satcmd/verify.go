@@ -19,7 +19,8 @@ import (
 )
 
 func init() {
-	register("verify", "check an evidence bundle: chain, samples, files, signatures, verdicts", runVerify)
+	register("verify", "check an evidence bundle: chain, samples, files, signatures, verdicts", runVerify).
+		WithExample("sat verify out/run1")
 }
 
 const verifyHelp = `Checks an evidence bundle written by sat run, with the one reader sat

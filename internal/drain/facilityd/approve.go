@@ -22,7 +22,8 @@ import (
 )
 
 func init() {
-	register("approve", "sign a request (release a hold, place one, approve a drain, suppress) and send it", runApprove)
+	register("approve", "sign a request (release a hold, place one, approve a drain, suppress) and send it", runApprove).
+		WithExample("facilityd approve --action release --owner facility:cooling_redundancy_lost:cooling_loop=l2 --by alice --key ~/.ssh/id_ed25519 --why \"pump 1 replaced\"")
 }
 
 const approveHelp = `Signs a request with your SSH key (namespace seam-facilityd) and sends it

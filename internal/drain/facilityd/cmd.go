@@ -19,8 +19,8 @@ var program = &cli.Program{
 // ExitRefused is the exit of a request facilityd refused.
 const ExitRefused = cli.ExitFindings
 
-func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
-	program.Register(name, summary, run)
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) *cli.Command {
+	return program.Register(name, summary, run)
 }
 
 // Main runs facilityd with args (without the program name).

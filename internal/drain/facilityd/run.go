@@ -21,7 +21,8 @@ import (
 )
 
 func init() {
-	register("run", "run the daemon; --dry-run prints what it would do instead", runRun)
+	register("run", "run the daemon; --dry-run prints what it would do instead", runRun).
+		WithExample("facilityd run --config deploy/facilityd.demo.json --dry-run --once --raise cooling_redundancy_lost@cooling_loop=l2")
 }
 
 const runHelp = `Runs facilityd: polls the site's devices through its binding, listens for

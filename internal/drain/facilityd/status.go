@@ -16,7 +16,8 @@ import (
 )
 
 func init() {
-	register("status", "show a running facilityd's holds, nodes, alarms and refusals", runStatus)
+	register("status", "show a running facilityd's holds, nodes, alarms and refusals", runStatus).
+		WithExample("facilityd status --addr http://127.0.0.1:9469")
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
