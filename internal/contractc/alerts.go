@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/seamdc/seam/internal/alarm"
@@ -16,7 +17,8 @@ import (
 )
 
 func init() {
-	register("alerts", "write the site's Prometheus alerting rules: headroom, N-1, supply temperature, silent devices, facilityd's", runAlerts)
+	register("alerts", "write the site's Prometheus alerting rules: headroom, N-1, supply temperature, silent devices, facilityd's", runAlerts).
+		WithExample("contractc alerts contracts/examples/threemodule --out rules.yml")
 }
 
 func runAlerts(args []string, stdout, stderr io.Writer) int {
@@ -76,6 +78,9 @@ func runAlerts(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return fail(stderr, "alerts", fs, fmt.Errorf("writing the rules: %w", err))
+	}
+	if *out != "" {
+		fmt.Fprintf(stdout, "wrote %s: %d Prometheus alerting rules in %d groups\n", *out, strings.Count(rules, "- alert: "), strings.Count(rules, "- name: "))
 	}
 	return cli.ExitOK
 }

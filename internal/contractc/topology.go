@@ -18,7 +18,12 @@ import (
 )
 
 func init() {
-	register("topology", "scheduler topology from the inventory (Slurm, Kubernetes, Kueue); topology apply, topology drift", runTopology)
+	register("topology", "scheduler topology from the inventory (Slurm, Kubernetes, Kueue); topology apply, topology drift", runTopology).
+		WithExample("contractc topology contracts/examples/threemodule -o topology.conf").
+		Sub("apply", "write the topology to Slurm (topology.conf, reconfigured) or to the Kubernetes node labels (--dry-run: print the changes)",
+			"contractc topology apply contracts/examples/threemodule --slurm-conf /etc/slurm/slurm.conf --dry-run").
+		Sub("drift", "compare the live Slurm or Kubernetes topology with the inventory (exit 2 on drift)",
+			"contractc topology drift contracts/examples/threemodule --slurm")
 }
 
 const topologyExits = `Exit codes: 0 written (apply: applied, unchanged or a dry run); 1 the tool
@@ -214,6 +219,9 @@ func runTopology(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return fail(stderr, "topology", fs, err)
+	}
+	if *output != "" {
+		fmt.Fprintf(stdout, "wrote %s: %s topology of %s\n", *output, *format, t.Summary())
 	}
 	return cli.ExitOK
 }
