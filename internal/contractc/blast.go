@@ -20,7 +20,8 @@ import (
 )
 
 func init() {
-	register("blast", "what a failure stops and degrades, over power, cooling and networks (exit 2: it stops nodes)", runBlast)
+	register("blast", "what a failure stops and degrades, over power, cooling and networks (exit 2: it stops nodes)", runBlast).
+		WithExample("contractc blast contracts/examples/threemodule l1/loop")
 }
 
 func runBlast(args []string, stdout, stderr io.Writer) int {

@@ -16,7 +16,8 @@ import (
 )
 
 func init() {
-	register("budget", "print the site's power and thermal budget; --add RACK=POWER: what one more load would break", runBudget)
+	register("budget", "print the site's power and thermal budget; --add RACK=POWER: what one more load would break", runBudget).
+		WithExample("contractc budget contracts/examples/threemodule --add ma/r17=130kW")
 }
 
 func runBudget(args []string, stdout, stderr io.Writer) int {

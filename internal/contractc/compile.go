@@ -18,7 +18,8 @@ import (
 )
 
 func init() {
-	register("compile", "compile contracts into a FAT, SAT or IST test plan", runCompile)
+	register("compile", "compile contracts into a FAT, SAT or IST test plan", runCompile).
+		WithExample("contractc compile contracts/examples/threemodule --level sat -o sat.json")
 }
 
 func runCompile(args []string, stdout, stderr io.Writer) int {

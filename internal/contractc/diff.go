@@ -17,7 +17,8 @@ import (
 )
 
 func init() {
-	register("diff", "classify contract changes and who they break (CI gate)", runDiff)
+	register("diff", "classify contract changes and who they break (CI gate)", runDiff).
+		WithExample("contractc diff --git main..HEAD contracts/examples/threemodule")
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {

@@ -18,7 +18,8 @@ import (
 )
 
 func init() {
-	register("domains", "lost minutes per placement, checkpoint intervals and placement advice (exit 2: a job refused)", runDomains)
+	register("domains", "lost minutes per placement, checkpoint intervals and placement advice (exit 2: a job refused)", runDomains).
+		WithExample("contractc domains contracts/examples/threemodule --gpu-rate 0")
 }
 
 const domainsExits = `Exit codes: 0 every job placed; 1 the tool failed (bad arguments, a job

@@ -18,7 +18,10 @@ import (
 )
 
 func init() {
-	register("maintenance", "planned maintenance: what each window stops, its Slurm maintenance reservation, the drain-ahead plan; maintenance apply", runMaintenance)
+	register("maintenance", "planned maintenance: what each window stops, its Slurm maintenance reservation, the drain-ahead plan; maintenance apply", runMaintenance).
+		WithExample("contractc maintenance contracts/examples/threemodule --tz UTC").
+		Sub("apply", "set the windows as Slurm maintenance reservations and drain ahead of them (--dry-run: print the scontrol commands)",
+			"contractc maintenance apply contracts/examples/threemodule --slurm-conf /etc/slurm/slurm.conf --dry-run")
 }
 
 const maintenanceExits = `Exit codes: 0 planned (apply: made or unchanged); 1 the tool failed: bad

@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	register("netbox", "NetBox: export the inventory as NetBox's API pages, or import a NetBox export into a handover file", runNetbox)
+	register("netbox", "NetBox: export the inventory as NetBox's API pages, or import a NetBox export into a handover file", runNetbox).
+		WithExample("contractc netbox export contracts/examples/threemodule -o nb --limit 1000")
 }
 
 func runNetbox(args []string, stdout, stderr io.Writer) int {

@@ -15,7 +15,8 @@ import (
 )
 
 func init() {
-	register("nodes", "list nodes by failure domain, block, feed, loop, rack, scale-up domain or generation", runNodes)
+	register("nodes", "list nodes by failure domain, block, feed, loop, rack, scale-up domain or generation", runNodes).
+		WithExample("contractc nodes contracts/examples/threemodule --by loop")
 }
 
 func runNodes(args []string, stdout, stderr io.Writer) int {

@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	register("path", "print the power and cooling paths of a node, up to its feeds and loop", runPath)
+	register("path", "print the power and cooling paths of a node, up to its feeds and loop", runPath).
+		WithExample("contractc path contracts/examples/threemodule gpu-a-r01-n01")
 }
 
 func runPath(args []string, stdout, stderr io.Writer) int {

@@ -24,7 +24,8 @@ import (
 )
 
 func init() {
-	register("redfish", "the inventory as a Redfish service: serve it, export it, or import a Redfish tree", runRedfish)
+	register("redfish", "the inventory as a Redfish service: serve it, export it, or import a Redfish tree", runRedfish).
+		WithExample("contractc redfish contracts/examples/threemodule --export redfish")
 }
 
 func runRedfish(args []string, stdout, stderr io.Writer) int {

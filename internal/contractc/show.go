@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	register("show", "print a plan for people: cases, steps, checks, duration, coverage", runShow)
+	register("show", "print a plan for people: cases, steps, checks, duration, coverage", runShow).
+		WithExample("contractc show sat.json")
 }
 
 func runShow(args []string, stdout, stderr io.Writer) int {

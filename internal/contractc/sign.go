@@ -17,7 +17,8 @@ import (
 )
 
 func init() {
-	register("sign", "sign the boundaries a party is party to, with an SSH key", runSign)
+	register("sign", "sign the boundaries a party is party to, with an SSH key", runSign).
+		WithExample("contractc sign contracts/examples/threemodule --key ~/.ssh/id_ed25519 --party VoltSkid")
 }
 
 // now is the clock signatures are dated and checked with.

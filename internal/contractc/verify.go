@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	register("verify", "check every party's signature on every boundary", runVerify)
+	register("verify", "check every party's signature on every boundary", runVerify).
+		WithExample("contractc verify contracts/examples/threemodule")
 }
 
 func runVerify(args []string, stdout, stderr io.Writer) int {

@@ -11,7 +11,8 @@ import (
 )
 
 func init() {
-	register("vet", "check contracts: schema, units, joints, budgets, shared dependencies", runVet)
+	register("vet", "check contracts: schema, units, joints, budgets, shared dependencies", runVet).
+		WithExample("contractc vet contracts/examples/threemodule")
 }
 
 func runVet(args []string, stdout, stderr io.Writer) int {
