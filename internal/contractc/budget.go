@@ -103,7 +103,7 @@ func writeBudget(w io.Writer, b contract.Budgets) {
 	}
 	worst := worstPDU(b.PDUs)
 	if worst != nil {
-		fmt.Fprintf(tw, "\nrack PDUs: %d, tightest %s: %s with the rack's other PDU lost, limit %s, headroom %s\n", len(b.PDUs), worst.PDU.ID, kw(worst.LoadLost), kw(worst.Limit), kw(worst.Limit-worst.LoadLost))
+		fmt.Fprintf(tw, "\nrack PDUs: %d, tightest %s: %s with the rack's other PDU lost, %s\n", len(b.PDUs), worst.PDU.ID, kw(worst.LoadLost), againstLimit(worst.Limit-worst.LoadLost, worst.Limit))
 	}
 	if len(b.Loops) == 0 {
 		tw.Flush()
@@ -134,6 +134,19 @@ func thousands(v float64) string {
 		s = "-" + s
 	}
 	return s
+}
+
+// againstLimit says how far a load is from its continuous limit, in
+// words that need no sign: "6.6 kW under its continuous limit 136.6 kW",
+// "43.4 kW over …".
+func againstLimit(headroom, limit float64) string {
+	switch {
+	case headroom > 0:
+		return fmt.Sprintf("%s under its continuous limit %s", kw(headroom), kw(limit))
+	case headroom < 0:
+		return fmt.Sprintf("%s over its continuous limit %s", kw(-headroom), kw(limit))
+	}
+	return "at its continuous limit " + kw(limit)
 }
 
 func worstPDU(pdus []contract.PDUBudget) *contract.PDUBudget {
