@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/seamdc/seam/internal/alarm"
+	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/drain"
 )
 
@@ -181,18 +185,31 @@ type Duration time.Duration
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration is a string such as \"500ms\" or \"3m\": %w", err)
+		return &durationError{value: string(b), err: err}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		return &durationError{value: string(b), err: err}
 	}
 	if v < 0 {
-		return fmt.Errorf("duration %s is negative", s)
+		return &durationError{value: string(b), err: fmt.Errorf("duration %s is negative", s)}
 	}
 	*d = Duration(v)
 	return nil
 }
+
+// durationError is a value that is no duration; ParseConfig names its
+// field and line.
+type durationError struct {
+	value string // as written in the file, quotes included
+	err   error
+}
+
+func (e *durationError) Error() string {
+	return fmt.Sprintf("%s is not a duration: write it as \"90s\", \"1m\" or \"1h30m\" (units ms, s, m, h): %v", e.value, e.err)
+}
+
+func (e *durationError) Unwrap() error { return e.err }
 
 // MarshalJSON writes a Go duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
@@ -214,18 +231,14 @@ func LoadConfig(path string) (*Config, error) {
 	return ParseConfig(path, b)
 }
 
-// ParseConfig reads a configuration; errors name the file.
+// ParseConfig reads a configuration; errors name the file and line, an
+// unknown field the nearest known one, a bad value its field.
 func ParseConfig(path string, b []byte) (*Config, error) {
 	var c Config
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, configError(path, b, err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -236,6 +249,85 @@ func ParseConfig(path string, b []byte) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &c, nil
+}
+
+// configError places a decoding error at its file and line and says
+// what to write instead.
+func configError(path string, b []byte, err error) error {
+	lineAt := func(off int64) int { return 1 + bytes.Count(b[:min(max(int(off), 0), len(b))], []byte("\n")) }
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var de *durationError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%s:%d: %w", path, lineAt(se.Offset), err)
+	case errors.As(err, &de):
+		// the field is the key written before the value
+		re := regexp.MustCompile(`"([^"]+)"\s*:\s*` + regexp.QuoteMeta(de.value))
+		if m := re.FindSubmatchIndex(b); m != nil {
+			return fmt.Errorf("%s:%d: %s: %w", path, lineAt(int64(m[0])), b[m[2]:m[3]], err)
+		}
+	case errors.As(err, &te):
+		want := te.Type.String()
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Float64, reflect.Uint, reflect.Uint64:
+			want = "a number"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.String:
+			want = "a string"
+		case reflect.Slice:
+			want = "a list [...]"
+		case reflect.Struct, reflect.Map, reflect.Pointer:
+			want = "an object {...}"
+		}
+		return fmt.Errorf("%s:%d: %s: want %s, got a JSON %s: %w", path, lineAt(te.Offset), te.Field, want, te.Value, err)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		line := 0
+		if i := regexp.MustCompile(`"` + regexp.QuoteMeta(name) + `"\s*:`).FindIndex(b); i != nil {
+			line = lineAt(int64(i[0]))
+		}
+		hint := cueload.DidYouMean(name, configFields())
+		if line > 0 {
+			return fmt.Errorf("%s:%d: unknown field %q: %s (docs/facilityd.md lists the fields): %w", path, line, name, hint, err)
+		}
+		return fmt.Errorf("%s: unknown field %q: %s (docs/facilityd.md lists the fields): %w", path, name, hint, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// configFields are the JSON names of every field of the configuration,
+// at any depth: what an unknown field may have meant.
+func configFields() []string {
+	seen := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen["\x00"+t.String()] {
+			return
+		}
+		seen["\x00"+t.String()] = true
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name != "" && name != "-" {
+				seen[name] = true
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Config]())
+	var out []string
+	for n := range seen {
+		if !strings.HasPrefix(n, "\x00") {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Path resolves p against the config's directory.

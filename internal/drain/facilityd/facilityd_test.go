@@ -54,14 +54,16 @@ func TestDeployFiles(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ body, want string }{
-		"unknown field": {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "slurm"}, "stromm": {}}`, `unknown field "stromm"`},
-		"syntax":        {"{\n\"contracts\": \"x\",,\n}", "f.json:2:"},
-		"no contracts":  {`{"state_dir": "s", "scheduler": {"kind": "slurm"}}`, "contracts: the site's contract directory is needed"},
-		"unknown kind":  {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "pbs"}}`, `scheduler.kind "pbs": slurm, kubernetes or none`},
-		"unknown type":  {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"pump_on_fire": "drain"}}`, `actions: "pump_on_fire" is no alarm type`},
-		"bad action":    {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"leak_detected": "kill"}}`, `"kill", want drain or notify`},
-		"bad duration":  {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "clear_for": "5 minutes"}`, `time: unknown unit`},
-		"bad intake":    {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "intake": {"leak_detected": "smoke"}}`, `want direct, alertmanager or both`},
+		"unknown field":       {"{\"contracts\": \"x\", \"state_dir\": \"s\", \"scheduler\": {\"kind\": \"slurm\"},\n\"stromm\": {}}", `f.json:2: unknown field "stromm": did you mean "storm"?`},
+		"unknown inner field": {"{\"contracts\": \"x\", \"state_dir\": \"s\",\n\"scheduler\": {\"kind\": \"slurm\"},\n\"storm\": {\"max_node\": 10}}", `f.json:3: unknown field "max_node": did you mean "max_nodes"?`},
+		"bad number":          {"{\"contracts\": \"x\", \"state_dir\": \"s\", \"scheduler\": {\"kind\": \"slurm\"},\n\"storm\": {\"max_nodes\": \"ten\"}}", `f.json:2: storm.max_nodes: want a number, got a JSON string`},
+		"syntax":              {"{\n\"contracts\": \"x\",,\n}", "f.json:2:"},
+		"no contracts":        {`{"state_dir": "s", "scheduler": {"kind": "slurm"}}`, "contracts: the site's contract directory is needed"},
+		"unknown kind":        {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "pbs"}}`, `scheduler.kind "pbs": slurm, kubernetes or none`},
+		"unknown type":        {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"pump_on_fire": "drain"}}`, `actions: "pump_on_fire" is no alarm type`},
+		"bad action":          {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "actions": {"leak_detected": "kill"}}`, `"kill", want drain or notify`},
+		"bad duration":        {"{\"contracts\": \"x\", \"state_dir\": \"s\", \"scheduler\": {\"kind\": \"none\"},\n\"storm\": {\"window\": \"1 minute\"}}", `f.json:2: window: "1 minute" is not a duration: write it as "90s", "1m" or "1h30m" (units ms, s, m, h): time: unknown unit`},
+		"bad intake":          {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "intake": {"leak_detected": "smoke"}}`, `want direct, alertmanager or both`},
 		"open beyond loopback": {`{"contracts": "x", "state_dir": "s", "scheduler": {"kind": "none"}, "listen": "0.0.0.0:9469",
 			"heartbeats": [{"name": "bms-mb", "module": "mb", "timeout": "5s"}]}`,
 			"listen 0.0.0.0:9469 is beyond loopback, where every door needs TLS and a token: set tls.cert_file and tls.key_file, auth.webhook_token_file, auth.reader_token_file, heartbeats[bms-mb].token_file"},
@@ -97,9 +99,14 @@ func TestDrill(t *testing.T) {
 	assert.Contains(t, s, "would run: scontrol update nodename=gpu-b-r01-n[01-18],")
 	assert.Contains(t, s, ",gpu-b-r16-n[01-18] state=drain reason=facility:cooling_redundancy_lost:l2\n")
 	assert.Contains(t, s, "refused facility:ups_on_battery:power_block=p1: draining 288 more nodes would make 576 drained")
+	// the hold on one line, its racks folded; the refusal with the whole
+	// command that approves it
+	assert.Contains(t, s, "hold facility:cooling_redundancy_lost:cooling_loop=l2: 288 nodes gpu-b-r[01-16]-n[01-18]\n")
+	assert.Contains(t, s, "  to drain them: facilityd approve --action drain --owner facility:ups_on_battery:power_block=p1 --by NAME --key ~/.ssh/id_ed25519 --why WHY\n")
 	assert.Equal(t, 1, strings.Count(s, "would run:"))
 	for args, want := range map[string]string{
-		"run --dry-run --once --raise leak@cooling_loop=l2":          `"leak" is no alarm type`,
+		"run --dry-run --once --raise leak@cooling_loop=l2":          `"leak" is no alarm type of the vocabulary: did you mean "leak_detected"?`,
+		"run --dry-run --once --raise ups_on_batery@power_block=p1":  `did you mean "ups_on_battery"?`,
 		"run --dry-run --once --raise leak_detected@cooling_loop=l9": "unknown domain cooling_loop=l9",
 		"run --once":                     "--once is a drill: it needs --dry-run",
 		"run --dry-run --once --raise x": "want TYPE@DOMAIN",

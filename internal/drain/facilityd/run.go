@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,7 +17,7 @@ import (
 
 	"github.com/seamdc/seam/internal/alarm"
 	"github.com/seamdc/seam/internal/cli"
-	"github.com/seamdc/seam/internal/topology/hostlist"
+	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/version"
 )
 
@@ -152,7 +153,7 @@ func (d *Daemon) parseRaises(raises []string) ([]alarm.Observation, error) {
 			return nil, cli.Usagef("--raise %q: want TYPE@DOMAIN, such as cooling_redundancy_lost@cooling_loop=l2", r)
 		}
 		if _, known := alarm.Lookup(alarm.Type(t)); !known {
-			return nil, cli.Usagef("--raise %q: %q is no alarm type of the vocabulary", r, t)
+			return nil, cli.Usagef("--raise %q: %q is no alarm type of the vocabulary: did you mean %q?", r, t, nearestAlarmType(t))
 		}
 		dm, err := d.Index.Resolve(dom)
 		if err != nil {
@@ -162,6 +163,23 @@ func (d *Daemon) parseRaises(raises []string) ([]alarm.Observation, error) {
 			Detail: "raised with --raise"})
 	}
 	return out, nil
+}
+
+// nearestAlarmType is the alarm type of the vocabulary nearest to t: one
+// whose name holds t ("leak": leak_detected), else the fewest edits.
+func nearestAlarmType(t string) alarm.Type {
+	var best alarm.Type
+	bestD := math.MaxInt
+	for _, d := range alarm.Defs {
+		n := cueload.EditDistance(t, string(d.Type))
+		if t != "" && strings.Contains(string(d.Type), t) {
+			n = -1 // a part of the name beats any edit
+		}
+		if n < bestD {
+			best, bestD = d.Type, n
+		}
+	}
+	return best
 }
 
 // drill takes the raised alarms and prints what facilityd would do.
@@ -184,10 +202,10 @@ func (d *Daemon) drill(ctx context.Context, obs []alarm.Observation, w io.Writer
 	}
 	snap := d.Ctl.Snapshot()
 	for _, h := range snap.Holds {
-		fmt.Fprintf(w, "hold %s: %d nodes %s\n", h.Owner, len(h.Nodes), hostlist.Compress(h.Nodes))
+		fmt.Fprintf(w, "hold %s: %d nodes %s\n", h.Owner, len(h.Nodes), compressNodes(h.Nodes))
 	}
 	for _, r := range snap.Refused {
-		fmt.Fprintf(w, "refused %s: %s\n", r.Owner, r.Why)
+		fmt.Fprintf(w, "refused %s: %s\n  to drain them: %s\n", r.Owner, r.Why, approveDrainCommand(r.Owner))
 	}
 	for o, why := range snap.Suppressed {
 		fmt.Fprintf(w, "suppressed %s: %s\n", o, why)
@@ -196,7 +214,7 @@ func (d *Daemon) drill(ctx context.Context, obs []alarm.Observation, w io.Writer
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
 	if len(snap.Holds) > 0 {
-		fmt.Fprintln(w, "a cleared alarm releases nothing: a person approves each release (facilityd approve --action release --owner OWNER)")
+		fmt.Fprintln(w, "a cleared alarm releases nothing: a person approves each release (facilityd approve --action release --owner OWNER --by NAME --key ~/.ssh/id_ed25519 --why WHY)")
 	}
 	return cli.ExitOK
 }
