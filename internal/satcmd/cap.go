@@ -190,7 +190,7 @@ func writeCapResults(w io.Writer, op apply.Op, caps *capping.File, results []app
 			failed++
 		}
 	}
-	fmt.Fprintf(w, "sat cap %s: %s, target %s: %d BMCs, %d ok, %d failed\n", op, caps.Site, caps.Target, len(results), len(results)-failed, failed)
+	fmt.Fprintf(w, "sat cap %s: %s, target %s: %d BMCs, %d ok, %d failed\n", capVerb(op), caps.Site, caps.Target, len(results), len(results)-failed, failed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "node\tBMC\tcontrol\tunits\tbefore\twanted\tread back\tstatus")
 	for i, r := range results {
@@ -216,6 +216,14 @@ func writeCapResults(w io.Writer, op apply.Op, caps *capping.File, results []app
 	if evidenceDir != "" && op != apply.Read {
 		fmt.Fprintf(w, "evidence: %s\n", evidenceDir)
 	}
+}
+
+// capVerb is the subcommand that runs op: check reads (apply.Read).
+func capVerb(op apply.Op) string {
+	if op == apply.Read {
+		return "check"
+	}
+	return fmt.Sprint(op)
 }
 
 func orDash(s string) string {

@@ -186,6 +186,13 @@ func parseRun(args []string) (runFlags, string, *flag.FlagSet, error) {
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return f, "", fs, cli.Usagef("--log-format is text or json (got %q)", f.logFormat)
 	}
+	// a missing binding is the first thing to fix: said before the plan,
+	// the key or any other flag
+	if f.site != "" {
+		if err := checkBindingDir(f.site); err != nil {
+			return f, "", fs, err
+		}
+	}
 	planPath := ""
 	switch {
 	case len(pos) == 1:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -62,6 +63,28 @@ func loadBinding(dir string) (*binding.Binding, diag.List, error) {
 	}
 	defer stop()
 	return bindreq.Load(dir)
+}
+
+// checkBindingDir says what is missing where --site names no binding: no
+// directory, or one without its .cue files.
+func checkBindingDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--site %s: no binding directory there (sat sim DIR --out BINDING writes one for the simulated site; docs/devices.md says how to write a site's): %w", dir, err)
+	case err != nil:
+		return fmt.Errorf("--site %s: %w", dir, err)
+	case !st.IsDir():
+		return fmt.Errorf("--site %s is a file: give the binding's directory, the one holding its .cue files", dir)
+	}
+	cue, err := filepath.Glob(filepath.Join(dir, "*.cue"))
+	if err != nil {
+		return fmt.Errorf("--site %s: %w", dir, err)
+	}
+	if len(cue) == 0 {
+		return fmt.Errorf("--site %s holds no binding: no .cue files in it (sat sim DIR --out BINDING writes one for the simulated site; docs/devices.md)", dir)
+	}
+	return nil
 }
 
 // guardCUE bounds a CUE evaluation of dir by the budget (cli.Guard).
