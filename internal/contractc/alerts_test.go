@@ -16,8 +16,9 @@ import (
 // promtoolTest is a unit test of the example's generated rules for
 // Debian's promtool: a feed near its limit, a feed lost, l2's supply too
 // warm and its flow below the contract's 3200 L/min, l1 over its CDU
-// capacity with one CDU lost, a silent device; and a healthy first
-// minute that fires nothing.
+// capacity with one CDU lost, p1's block 50 kW over with one feed lost
+// (the summaries say how far over, never a negative headroom), a silent
+// device; and a healthy first minute that fires nothing.
 const promtoolTest = `rule_files: [rules.yml]
 evaluation_interval: 15s
 tests:
@@ -35,6 +36,8 @@ tests:
     values: '1e5 1e5 1e5 1e5 -2e4x20'
   - series: 'seam_device_up{device="cdu-l2"}'
     values: '1 1 1 1 0x20'
+  - series: 'seam_block_headroom_one_feed_lost_watts{module="p1",block="p1/block"}'
+    values: '1e5 1e5 1e5 1e5 -5e4x20'
   alert_rule_test:
   - eval_time: 45s
     alertname: SeamFeedHeadroomLow
@@ -69,7 +72,12 @@ tests:
     alertname: SeamLoopN1Lost
     exp_alerts:
     - exp_labels: {severity: critical, seam_alarm: cooling_redundancy_lost, domain: cooling_loop=l1, receiver: facilityd, module: l1, loop: l1/loop}
-      exp_annotations: {summary: "loop l1/loop carries more heat than its CDUs remove with one lost (N+1): -20kW"}
+      exp_annotations: {summary: "loop l1/loop carries 20kW more heat than its CDUs remove with one lost (N+1)"}
+  - eval_time: 3m
+    alertname: SeamPowerN1Lost
+    exp_alerts:
+    - exp_labels: {severity: critical, receiver: pager, module: p1, block: p1/block}
+      exp_annotations: {summary: "power block p1/block: with one feed lost, a surviving feed would carry 50kW more than its continuous limit"}
   - eval_time: 3m
     alertname: SeamDeviceDown
     exp_alerts:

@@ -149,8 +149,8 @@ func Rules(m *Model, o RuleOptions) []Group {
 			Summary: "feed {{ $labels.feed }} carries {{ $value | humanizePercentage }} of its continuous limit"},
 		{Alert: "SeamBlockHeadroomLow", Expr: "seam_block_headroom_watts / seam_block_rating_watts < " + num(o.Headroom), For: forDur, Labels: pager("warning"),
 			Summary: "power block {{ $labels.block }} has {{ $value | humanizePercentage }} of its rating left"},
-		{Alert: "SeamPowerN1Lost", Expr: "seam_block_headroom_one_feed_lost_watts < 0", For: forDur, Labels: pager("critical"),
-			Summary: "power block {{ $labels.block }}: with one feed lost, a surviving feed would be {{ $value | humanize }}W over its continuous limit"},
+		{Alert: "SeamPowerN1Lost", Expr: "-seam_block_headroom_one_feed_lost_watts > 0", For: forDur, Labels: pager("critical"),
+			Summary: "power block {{ $labels.block }}: with one feed lost, a surviving feed would carry {{ $value | humanize }}W more than its continuous limit"},
 		{Alert: "SeamPDUHeadroomLow", Expr: "seam_pdu_headroom_one_lost_watts / seam_pdu_limit_watts < " + num(o.Headroom), For: forDur, Labels: pager("warning"),
 			Summary: "rack PDU {{ $labels.pdu }}: with the rack's other PDU lost, {{ $value | humanizePercentage }} of its limit would be left"},
 	}}
@@ -167,9 +167,9 @@ func Rules(m *Model, o RuleOptions) []Group {
 	cooling := Group{Name: "seam-headroom-cooling"}
 	for _, l := range m.Loops {
 		sel := fmt.Sprintf("{loop=%q}", l.ID)
-		cooling.Rules = append(cooling.Rules, Rule{Alert: "SeamLoopN1Lost", Expr: "seam_loop_headroom_watts" + sel + " < 0", For: forDur,
+		cooling.Rules = append(cooling.Rules, Rule{Alert: "SeamLoopN1Lost", Expr: "-seam_loop_headroom_watts" + sel + " > 0", For: forDur,
 			Labels:  facility(alarm.CoolingRedundancyLost, l.Domain),
-			Summary: fmt.Sprintf("loop %s carries more heat than its CDUs remove with one lost (%s): {{ $value | humanize }}W", l.ID, l.Redundancy)},
+			Summary: fmt.Sprintf("loop %s carries {{ $value | humanize }}W more heat than its CDUs remove with one lost (%s)", l.ID, l.Redundancy)},
 			Rule{Alert: "SeamLoopFlowBelowNeed", Expr: "seam_loop_flow_ratio" + sel + " < 1", For: forDur, Labels: facility(alarm.LowFlow, l.Domain),
 				Summary: fmt.Sprintf("loop %s flows {{ $value | humanizePercentage }} of what its heat needs at its design ΔT %s K", l.ID, num(l.DeltaTK))})
 		if !isInf(l.SupplyH) {
