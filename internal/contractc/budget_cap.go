@@ -96,7 +96,7 @@ func budgetCap(c *contract.Contracts, dir string, adds []addition, cf *capFlags,
 		if err := os.WriteFile(cf.out, f.Marshal(), 0o644); err != nil {
 			return fail(stderr, "budget", fs, err)
 		}
-		fmt.Fprintf(stdout, "\n%d caps written to %s (sat cap apply --site BINDING %s)\n", len(f.Caps), cf.out, cf.out)
+		fmt.Fprintf(stdout, "\n%d caps written to %s (sat cap apply --site BINDING --evidence DIR %s; --dry-run first to see each PATCH)\n", len(f.Caps), cf.out, cf.out)
 		if n := len(p.Caps) - len(f.Caps); n > 0 {
 			fmt.Fprintf(stdout, "%d node(s) not in the inventory (added by --add, or without a BMC) are not in it: cap them when they are installed\n", n)
 		}
