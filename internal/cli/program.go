@@ -227,6 +227,17 @@ func (p *Program) PrintFlags(w io.Writer, name string, fs *flag.FlagSet) {
 	if fs != nil {
 		writeFlags(w, fs)
 	}
+	if c != nil && len(c.Subs) > 0 {
+		// a command that is also the parent of others (contractc
+		// topology, topology apply) lists them after its own flags
+		var rows [][2]string
+		for _, s := range c.Subs {
+			rows = append(rows, [2]string{s.Name, s.Summary})
+		}
+		fmt.Fprintln(w, "commands:")
+		writeList(w, rows)
+		fmt.Fprintf(w, "Run '%s %s <command> -h' for a command's flags.\n", p.Name, name)
+	}
 	if c != nil && c.Example != "" {
 		fmt.Fprintf(w, "example: %s\n", c.Example)
 	}

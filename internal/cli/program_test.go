@@ -78,3 +78,19 @@ func TestPrintSubs(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// A command with subcommands of its own lists them in its help, aligned.
+func TestPrintFlagsListsSubs(t *testing.T) {
+	p := testProgram()
+	var b bytes.Buffer
+	p.PrintFlags(&b, "maintenance", flag.NewFlagSet("DIR", flag.ContinueOnError))
+	want := "tool maintenance: the long one\n" +
+		"usage: tool maintenance DIR\n" +
+		"commands:\n" +
+		"  apply  apply it\n" +
+		"Run 'tool maintenance <command> -h' for a command's flags.\n" +
+		"example: tool maintenance DIR\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
