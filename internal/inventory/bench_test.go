@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/sitegen"
 )
@@ -114,6 +115,30 @@ func blastGraph(b *testing.B) *inventory.Graph {
 	site, h := benchInventory(b)
 	benchGraph.once.Do(func() { benchGraph.g, _ = inventory.Build(site, h) })
 	return benchGraph.g
+}
+
+// BenchmarkNewChecks times, on the synthetic site's graph, the checks
+// issue 36 added to Check (data NICs on a management switch, BMC
+// addresses and host names, node names, design power below draw) with
+// the uniqueness pass of Slurm and Kubernetes names they share a loop
+// with ("new"), against that pass alone as it was ("old"), in one
+// process on one graph: new - old is what they add to vet. (The one
+// cable per port check runs in Build: BenchmarkBuildCheck.)
+func BenchmarkNewChecks(b *testing.B) {
+	g := blastGraph(b)
+	for _, bm := range []struct {
+		name  string
+		check func(*inventory.Graph) diag.List
+	}{{"old", inventory.UniqueNames}, {"new", inventory.NewChecks}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if d := bm.check(g); len(d) > 0 {
+					b.Fatalf("the synthetic site has %d diagnostics, the first: %s", len(d), d[0].Message)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkBlast is the blast radius of one element at a time, over a

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"slices"
 	"strings"
@@ -15,6 +16,12 @@ import (
 // identities, slots, scale-up domains, counts and names.
 func Check(g *Graph) diag.List {
 	c := &checker{g: g}
+	// the BMC checks (addresses, host names) only read the graph: they
+	// run beside the others, so that they add little to vet's time
+	done := c.beside(func(bc *checker) {
+		bc.bmcAddresses()
+		bc.bmcNames()
+	})
 	c.designs()
 	c.racks()
 	c.power()
@@ -22,11 +29,25 @@ func Check(g *Graph) diag.List {
 	c.cooling()
 	c.bmcs()
 	c.identities()
-	c.bmcAddresses()
 	c.names()
 	c.designPower()
 	c.domains()
-	return c.diags
+	return append(c.diags, done()...)
+}
+
+// beside runs f on a checker of its own, in a goroutine; done waits for
+// it and returns its diagnostics.
+func (c *checker) beside(f func(*checker)) (done func() diag.List) {
+	bc := &checker{g: c.g}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		f(bc)
+	}()
+	return func() diag.List {
+		<-ch
+		return bc.diags
+	}
 }
 
 type checker struct {
@@ -312,12 +333,12 @@ func (c *checker) identities() {
 
 // names checks every node's names: a Slurm and a Kubernetes name its
 // scheduler takes (the check contractc topology makes, in its words),
-// each on one node; a BMC host name on one node; its data NICs on no
-// management switch. One pass over the nodes.
+// each on one node; its data NICs on no management switch. One pass
+// over the nodes.
 func (c *checker) names() {
 	g := c.g
 	nodes := g.OfKind(KindCompute)
-	slurm, kube, bmc := make(map[string]ID, len(nodes)), make(map[string]ID, len(nodes)), make(map[string]ID, len(nodes))
+	slurm, kube := map[string]ID{}, map[string]ID{}
 	for _, id := range nodes {
 		e := g.El(id)
 		c.dataCabling(id)
@@ -333,8 +354,7 @@ func (c *checker) names() {
 			rule, what, name, why string
 			seen                  map[string]ID
 		}{{RuleSlurmName, "Slurm", n.Slurm, "every node needs its own Slurm name: topology, drains and burn-in find nodes by it", slurm},
-			{RuleKubeName, "Kubernetes", n.Kubernetes, "every node needs its own Kubernetes name: topology, drains and burn-in find nodes by it", kube},
-			{RuleBMCName, "BMC host", n.BMC, "every BMC needs its own host name: contractc blast, drains and the BMC client find a tray by it, and would pick one of the two", bmc}} {
+			{RuleKubeName, "Kubernetes", n.Kubernetes, "every node needs its own Kubernetes name: topology, drains and burn-in find nodes by it", kube}} {
 			if x.name == "" {
 				continue
 			}
@@ -346,6 +366,29 @@ func (c *checker) names() {
 			x.seen[x.name] = id
 		}
 	}
+}
+
+// bmcNames reports two nodes whose BMCs have one host name.
+func (c *checker) bmcNames() {
+	g := c.g
+	nodes := g.byKind[g.kindStart[KindCompute]:g.kindStart[KindCompute+1]]
+	name := func(i int) string {
+		if n := g.El(nodes[i]).Names; n != nil {
+			return n.BMC
+		}
+		return ""
+	}
+	dupes(len(nodes),
+		func(i int) (uint64, bool) {
+			s := name(i)
+			return strHash(s), s != ""
+		},
+		func(i, j int) bool { return name(i) == name(j) },
+		func(i, prev int) {
+			e, p := g.El(nodes[i]), g.El(nodes[prev])
+			c.diags.Errorf(RuleBMCName, e.Pos, e.Key, "compute tray %s has BMC host name %s, as compute tray %s at %s has", e.Key,
+				name(i), p.Key, p.Pos).Hint = "every BMC needs its own host name: contractc blast, drains and the BMC client find a tray by it, and would pick one of the two"
+		})
 }
 
 // dataCabling reports a node whose data NICs are cabled to a management
@@ -379,25 +422,72 @@ func (c *checker) dataCabling(id ID) {
 func (c *checker) bmcAddresses() {
 	g := c.g
 	bmcs := g.byKind[g.kindStart[KindBMC]:g.kindStart[KindBMC+1]]
-	seen := make(map[netip.Addr]ID, len(bmcs))
-	for _, id := range bmcs {
+	addrs := make([]netip.Addr, len(bmcs)) // by index in bmcs; invalid: none
+	for i, id := range bmcs {
 		e := g.El(id)
 		if e.BMCAddress == "" {
 			continue
 		}
-		a, err := netip.ParseAddr(e.BMCAddress)
+		a, ok := parseIPv4(e.BMCAddress)
+		var err error
+		if !ok {
+			a, err = netip.ParseAddr(e.BMCAddress)
+		}
 		if err != nil {
 			c.diags.Errorf(RuleBMCAddress, e.Pos, e.Key, "the BMC of %s answers at %q, which is not an IP address: the BMC client cannot reach it",
 				c.label(g.Parent(id)), e.BMCAddress).Hint = `give the BMC's IPv4 or IPv6 address, without a prefix length or port: "bmc": {"address": "10.1.1.5", …}`
 			continue
 		}
-		if prev, ok := seen[a]; ok {
+		addrs[i] = a
+	}
+	dupes(len(bmcs),
+		func(i int) (uint64, bool) {
+			a := addrs[i]
+			switch {
+			case !a.IsValid():
+				return 0, false
+			case a.Is4():
+				b := a.As4()
+				return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3]), true
+			}
+			b := a.As16()
+			return maphash.Bytes(strSeed, b[:]) | 1<<32, true // never an IPv4 address's
+		},
+		func(i, j int) bool { return addrs[i] == addrs[j] },
+		func(i, prev int) {
+			e := g.El(bmcs[i])
 			c.diags.Errorf(RuleBMCAddress, e.Pos, e.Key, "the BMC of %s answers at %s, as the BMC of %s at %s does: one address reaches one BMC",
-				c.label(g.Parent(id)), a, c.label(g.Parent(prev)), g.El(prev).Pos).Hint = "read the address of one of them again from its BMC (or the DHCP lease)"
+				c.label(g.Parent(bmcs[i])), addrs[i], c.label(g.Parent(bmcs[prev])), g.El(bmcs[prev]).Pos).Hint = "read the address of one of them again from its BMC (or the DHCP lease)"
+		})
+}
+
+// parseIPv4 reads a dotted quad without leading zeros, as
+// netip.ParseAddr does, in one pass: vet reads every BMC's address.
+// Anything else is not ok, for netip.ParseAddr to read or explain.
+func parseIPv4(s string) (netip.Addr, bool) {
+	var b [4]byte
+	n, v, digits := 0, 0, 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			if digits == 0 || n == 4 {
+				return netip.Addr{}, false
+			}
+			b[n], n, v, digits = byte(v), n+1, 0, 0
 			continue
 		}
-		seen[a] = id
+		c := s[i]
+		if c < '0' || c > '9' || digits > 0 && v == 0 {
+			return netip.Addr{}, false
+		}
+		v, digits = v*10+int(c-'0'), digits+1
+		if v > 255 {
+			return netip.Addr{}, false
+		}
 	}
+	if n != 4 {
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4(b), true
 }
 
 // designPower reports a rack whose design power is below the design draw

@@ -257,8 +257,18 @@ func CheckName(s string, max int) error {
 		return errors.New("an empty name")
 	case max > 0 && len(s) > max:
 		return fmt.Errorf("%q is %d characters, longer than Slurm's %d", s, len(s), max)
-	case strings.EqualFold(s, "DEFAULT"), strings.EqualFold(s, "ALL"):
+	case (len(s) == 3 || len(s) == 7) && (strings.EqualFold(s, "DEFAULT") || strings.EqualFold(s, "ALL")):
 		return fmt.Errorf("%q is a reserved word in slurm.conf", s)
+	}
+	// one pass over the bytes (vet checks every node's name); a byte
+	// that is not a plain character is explained below
+	plain := s[0] != '-' && s[0] != '.'
+	for i := 0; plain && i < len(s); i++ {
+		c := s[i]
+		plain = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+	}
+	if plain {
+		return nil
 	}
 	for i, c := range s {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'

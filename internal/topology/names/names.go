@@ -7,7 +7,7 @@ package names
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"unicode/utf8"
 
 	"github.com/seamdc/seam/internal/topology/hostlist"
 )
@@ -68,6 +68,7 @@ func Node(slurm, kube string) []error {
 
 // DNSName checks a Kubernetes object name (an RFC 1123 subdomain:
 // lower-case letters, digits, '-' and '.', at most 253 characters).
+// One pass over its bytes: vet checks every node's name.
 func DNSName(s string) error {
 	if s == "" {
 		return errors.New("empty")
@@ -75,16 +76,21 @@ func DNSName(s string) error {
 	if len(s) > 253 {
 		return fmt.Errorf("%d characters, more than 253", len(s))
 	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || len(label) > 63 {
-			return errors.New("each dot-separated part needs 1 to 63 characters")
-		}
-		for i, c := range label {
-			ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(label)-1
-			if !ok {
-				return fmt.Errorf("%q: lower-case letters, digits and '-' (not first or last) only", c)
+	start := 0 // where the current dot-separated part starts
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			if n := i - start; n == 0 || n > 63 {
+				return errors.New("each dot-separated part needs 1 to 63 characters")
 			}
+			start = i + 1
+			continue
 		}
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > start && i+1 < len(s) && s[i+1] != '.' {
+			continue
+		}
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("%q: lower-case letters, digits and '-' (not first or last) only", r)
 	}
 	return nil
 }
