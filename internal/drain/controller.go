@@ -421,9 +421,10 @@ func (c *Controller) placeFacility(ctx context.Context, a alarm.Alarm, approvedB
 		}
 		if why != "" {
 			c.st.Refused[owner] = &Refusal{Owner: owner, Domain: a.Domain, Nodes: nodes, At: c.clk.Now(), Why: why}
-			c.refuse("storm", owner, why)
+			detail := why + ": approve it with " + ApproveDrainCommand(owner)
+			c.refuse("storm", owner, detail)
 			c.emit = append(c.emit, alarm.Observation{Type: alarm.DrainRefused, Domain: a.Domain, Active: true, Kind: alarm.FromFacilityd,
-				Source: "storm:" + string(owner), At: c.clk.Now(), Detail: why})
+				Source: "storm:" + string(owner), At: c.clk.Now(), Detail: detail})
 			c.save()
 			return
 		}
@@ -548,8 +549,16 @@ func (c *Controller) stormCheck(ctx context.Context, nodes []string) (string, er
 	if total <= limit {
 		return "", nil
 	}
-	return fmt.Sprintf("draining %d more nodes would make %d drained within %s, above the storm guard's %s: approve it with facilityd approve --action drain",
+	return fmt.Sprintf("draining %d more nodes would make %d drained within %s, above the storm guard's %s",
 		fresh, total, c.cfg.Storm.Window, what), nil
+}
+
+// ApproveDrainCommand is the whole command that approves a drain the
+// storm guard refused: its owner, and who approves with which key. The
+// refusal's log line and alarm end with it; facilityd's status and
+// drill print it under the refusal.
+func ApproveDrainCommand(owner Owner) string {
+	return fmt.Sprintf("facilityd approve --action drain --owner %s --by NAME --key ~/.ssh/id_ed25519 --why WHY", owner)
 }
 
 // checkpoint sends checkpoint_now to the running jobs on nodes that

@@ -205,6 +205,8 @@ func TestStormGuard(t *testing.T) {
 	ref, ok := e.stream.Get(alarm.DrainRefused, dom("power_block=p1"))
 	require.True(t, ok)
 	assert.True(t, ref.Active, "the refusal is an alarm")
+	assert.True(t, strings.HasSuffix(ref.Detail, ": approve it with facilityd approve --action drain --owner facility:ups_on_battery:power_block=p1 --by NAME --key ~/.ssh/id_ed25519 --why WHY"),
+		"the alarm ends with the whole command that approves the drain: %s", ref.Detail)
 	snap := e.ctl.Snapshot()
 	require.Len(t, snap.Refused, 1)
 	assert.Contains(t, snap.Refused[0].Why, "would make 576 drained within 10m0s, above the storm guard's 288 nodes")

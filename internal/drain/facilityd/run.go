@@ -18,6 +18,7 @@ import (
 	"github.com/seamdc/seam/internal/alarm"
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/cueload"
+	"github.com/seamdc/seam/internal/drain"
 	"github.com/seamdc/seam/internal/version"
 )
 
@@ -205,7 +206,7 @@ func (d *Daemon) drill(ctx context.Context, obs []alarm.Observation, w io.Writer
 		fmt.Fprintf(w, "hold %s: %d nodes %s\n", h.Owner, len(h.Nodes), compressNodes(h.Nodes))
 	}
 	for _, r := range snap.Refused {
-		fmt.Fprintf(w, "refused %s: %s\n  to drain them: %s\n", r.Owner, r.Why, approveDrainCommand(r.Owner))
+		fmt.Fprintf(w, "refused %s: %s\n  to drain them: %s\n", r.Owner, r.Why, drain.ApproveDrainCommand(r.Owner))
 	}
 	for o, why := range snap.Suppressed {
 		fmt.Fprintf(w, "suppressed %s: %s\n", o, why)

@@ -107,7 +107,7 @@ func printStatus(w io.Writer, s *StatusDoc) {
 		}
 	}
 	for _, r := range s.Refused {
-		fmt.Fprintf(w, "\nREFUSED %s (%d nodes %s): %s\n  to drain them: %s\n", r.Owner, len(r.Nodes), compressNodes(r.Nodes), r.Why, approveDrainCommand(r.Owner))
+		fmt.Fprintf(w, "\nREFUSED %s (%d nodes %s): %s\n  to drain them: %s\n", r.Owner, len(r.Nodes), compressNodes(r.Nodes), r.Why, drain.ApproveDrainCommand(r.Owner))
 	}
 	for _, sp := range s.Suppressions {
 		fmt.Fprintf(w, "\nsuppressed %s until %s by %s: %s\n", sp.Domain, sp.Until.UTC().Format(time.RFC3339), sp.By, sp.Why)
@@ -128,12 +128,6 @@ func printStatus(w io.Writer, s *StatusDoc) {
 	for _, p := range s.Problems {
 		fmt.Fprintf(w, "\nproblem: %s\n", p)
 	}
-}
-
-// approveDrainCommand is the whole command that approves a drain the
-// storm guard refused: its owner, and who approves with which key.
-func approveDrainCommand(owner drain.Owner) string {
-	return fmt.Sprintf("facilityd approve --action drain --owner %s --by NAME --key ~/.ssh/id_ed25519 --why WHY", owner)
 }
 
 // compressNodes writes names as a host list for people: Slurm's

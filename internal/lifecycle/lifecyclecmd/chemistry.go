@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	register("chem", "record and list each cooling loop's water-chemistry samples; check them against their limits", runChem)
+	register("chem", "record and list each cooling loop's water-chemistry samples; check them against their limits", runChem).
+		WithExample("sat lifecycle chem record l2/loop --sample LAB-0412 --taken 2026-11-01T09:30Z --lab aqualab --conductivity 2.1 --ph 8.4 --key operator")
 }
 
 // measure is an optional number flag: nil until given.

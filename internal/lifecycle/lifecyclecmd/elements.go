@@ -21,12 +21,18 @@ import (
 )
 
 func init() {
-	register("show", "the state of anything: a key, a node's name, a serial (--as-of a time)", runShow)
-	register("list", "elements by state, kind or place (--as-of a time)", runList)
-	register("move", "move an element (and what it contains) to another state, on its evidence", runMove)
-	register("history", "an element's events, a serial's wherever it went (--serial), a slot's serials (--slot)", runHistory)
-	register("hold", "set, release or list the holds that keep nodes out of the pool", runHold)
-	register("offer", "which transition a SAT bundle (--evidence) or a baseline (--baseline) allows", runOffer)
+	register("show", "the state of anything: a key, a node's name, a serial (--as-of a time)", runShow).
+		WithExample("sat lifecycle show gpu-a-r01-n03 --as-of 2026-12-01T00:00:00Z")
+	register("list", "elements by state, kind or place (--as-of a time)", runList).
+		WithExample("sat lifecycle list --under ma/r01 --kind compute")
+	register("move", "move an element (and what it contains) to another state, on its evidence", runMove).
+		WithExample("sat lifecycle move ma installed --reason 'on site, hall 2' --key integrator")
+	register("history", "an element's events, a serial's wherever it went (--serial), a slot's serials (--slot)", runHistory).
+		WithExample("sat lifecycle history SN-GPU-0000010 --serial")
+	register("hold", "set, release or list the holds that keep nodes out of the pool", runHold).
+		WithExample("sat lifecycle hold set gpu-a-r01-n03 --kind person --reason 'GPU 2 throws XID 79' --key operator")
+	register("offer", "which transition a SAT bundle (--evidence) or a baseline (--baseline) allows", runOffer).
+		WithExample("sat lifecycle offer --baseline n03.baseline.json")
 }
 
 func runShow(args []string, stdout, stderr io.Writer) int {

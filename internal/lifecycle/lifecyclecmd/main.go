@@ -40,8 +40,8 @@ var program = &cli.Program{
 // Main runs sat lifecycle with args (after "lifecycle").
 func Main(args []string, stdout, stderr io.Writer) int { return program.Main(args, stdout, stderr) }
 
-func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
-	program.Register(name, summary, run)
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) *cli.Command {
+	return program.Register(name, summary, run)
 }
 
 // Environment defaults of the common flags.

@@ -11,7 +11,8 @@ import (
 )
 
 func init() {
-	register("reconcile", "record what sat discover found (its --event file) as history", runReconcile)
+	register("reconcile", "record what sat discover found (its --event file) as history", runReconcile).
+		WithExample("sat lifecycle reconcile discover-event.json --key discover")
 }
 
 func runReconcile(args []string, stdout, stderr io.Writer) int {

@@ -16,13 +16,20 @@ import (
 )
 
 func init() {
-	register("init", "make a store for a site: every element of its contracts, in state design", runInit)
-	register("import", "import the as-built inventory from a handover file (either form)", runImport)
-	register("export", "write the as-built inventory back to a handover file", runExport)
-	register("access", "show or set the store's access policy", runAccess)
-	register("check", "check the whole store: every element against its history, every signature, the sealed chain", runCheck)
-	register("head", "the store's newest sealed head, to keep outside it (check --anchor)", runHead)
-	register("info", "what the store is: engine, schema, site, counts, TLS", runInfo)
+	register("init", "make a store for a site: every element of its contracts, in state design", runInit).
+		WithExample("sat lifecycle init contracts/examples/threemodule --access access.json --key ops")
+	register("import", "import the as-built inventory from a handover file (either form)", runImport).
+		WithExample("sat lifecycle import contracts/examples/threemodule/inventory/racks.json --key integrator")
+	register("export", "write the as-built inventory back to a handover file", runExport).
+		WithExample("sat lifecycle export -o as-built.json")
+	register("access", "show or set the store's access policy", runAccess).
+		WithExample("sat lifecycle access show")
+	register("check", "check the whole store: every element against its history, every signature, the sealed chain", runCheck).
+		WithExample("sat lifecycle check --anchor head.json")
+	register("head", "the store's newest sealed head, to keep outside it (check --anchor)", runHead).
+		WithExample("sat lifecycle head --out head.json")
+	register("info", "what the store is: engine, schema, site, counts, TLS", runInfo).
+		WithExample("sat lifecycle info")
 }
 
 const initHelp = `Makes a new store for the site of CONTRACTS: every element of its
