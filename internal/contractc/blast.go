@@ -141,8 +141,11 @@ func failLoad(stderr io.Writer, name string, fs *flag.FlagSet, err error) int {
 // findElement resolves what a person calls an element, or says what it
 // wanted and the closest names the site has.
 func findElement(g *inventory.Graph, name string) (inventory.ID, error) {
-	if id, ok := g.Find(name); ok {
-		return id, nil
+	switch ids := g.FindAll(name); {
+	case len(ids) == 1:
+		return ids[0], nil
+	case len(ids) > 1:
+		return inventory.None, g.Ambiguous(name, ids)
 	}
 	var names []string
 	for i := range g.Len() {

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 	"strings"
@@ -476,20 +477,43 @@ func (g *Graph) Descendants(id ID) []ID {
 }
 
 // Find resolves what a person may call an element: its key, a node's
-// Slurm, Kubernetes or BMC name, or a serial.
+// Slurm, Kubernetes or BMC name, or a serial. A name that two elements
+// answer to (two trays sharing a BMC name or a serial, which vet
+// reports) finds neither: FindAll and Ambiguous say which.
 func (g *Graph) Find(name string) (ID, bool) {
+	ids := g.FindAll(name)
+	if len(ids) != 1 {
+		return None, false
+	}
+	return ids[0], true
+}
+
+// FindAll is every element that answers to name: its key (which is
+// unique), else each element with that Slurm, Kubernetes or BMC name or
+// serial.
+func (g *Graph) FindAll(name string) []ID {
 	if id, ok := g.Lookup(name); ok {
-		return id, true
+		return []ID{id}
 	}
 	name = strings.TrimSpace(name)
+	var out []ID
 	for i := range g.els {
 		e := &g.els[i]
-		if n := e.Names; n != nil && (n.Slurm == name || n.Kubernetes == name || n.BMC == name) {
-			return ID(i), true
-		}
-		if e.Identity != nil && e.Identity.Serial == name {
-			return ID(i), true
+		if n := e.Names; n != nil && (n.Slurm == name || n.Kubernetes == name || n.BMC == name) ||
+			e.Identity != nil && e.Identity.Serial == name {
+			out = append(out, ID(i))
 		}
 	}
-	return None, false
+	return out
+}
+
+// Ambiguous is the error for a name that several elements answer to
+// (FindAll): it names them by key and says how to pick one.
+func (g *Graph) Ambiguous(name string, ids []ID) error {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = g.els[id].Key
+	}
+	return fmt.Errorf("%q names %d elements of site %s (%s): name one by its key; contractc vet reports the shared name (INV024 for a BMC name)",
+		name, len(ids), g.Site.Name, strings.Join(keys, ", "))
 }

@@ -145,6 +145,9 @@ func window(g *inventory.Graph, w Window) (WindowPlan, error) {
 	case w.DrainAhead < 0:
 		return WindowPlan{}, fmt.Errorf("%swindow %s drains %s ahead: give 0 or more", where(w.Where), w.ID, w.DrainAhead)
 	}
+	if ids := g.FindAll(w.Target); len(ids) > 1 {
+		return WindowPlan{}, fmt.Errorf("%swindow %s: %w", where(w.Where), w.ID, g.Ambiguous(w.Target, ids))
+	}
 	id, ok := g.Find(w.Target)
 	if !ok {
 		return WindowPlan{}, fmt.Errorf("%swindow %s: no module or element %q in site %s: name a module (\"l2\") or an element by its key (\"l2/loop/cdu-1\")",

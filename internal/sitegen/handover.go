@@ -62,6 +62,19 @@ func RackName(module, rack string) string {
 	return strings.TrimPrefix(module, "m") + "-" + rack
 }
 
+// bmcAddress is a BMC's address and MAC, unique across the site:
+// 10.<module+1>.<rack+1>.<slot> and 02:5e:… for the first 255 modules,
+// and past them, where an octet would overflow, an IPv6 address in
+// fd5e::/16 and a locally administered MAC (06:…) that carry the
+// module in two bytes.
+func bmcAddress(module, rack, slot int) (addr, mac string) {
+	m := module + 1
+	if m < 256 {
+		return fmt.Sprintf("10.%d.%d.%d", m, rack+1, slot), fmt.Sprintf("02:5e:%02x:%02x:%02x:01", m, rack+1, slot)
+	}
+	return fmt.Sprintf("fd5e::%x:%x:%x", m, rack+1, slot), fmt.Sprintf("06:%02x:%02x:%02x:%02x:01", m>>8, m&0xff, rack+1, slot)
+}
+
 // trays writes each tray of a design as one line of JSON.
 func trays(d *inventory.RackDesign, module, rack int, name string, serial func(string) string) []string {
 	var tor, mgmt int
@@ -99,8 +112,8 @@ func trays(d *inventory.RackDesign, module, rack int, name string, serial func(s
 						rec.Parts[p.Kind] = append(rec.Parts[p.Kind], serial(p.Kind))
 					}
 				}
-				rec.BMC = &inventory.BMCRecord{Address: fmt.Sprintf("10.%d.%d.%d", module+1, rack+1, slot),
-					MAC: fmt.Sprintf("02:5e:%02x:%02x:%02x:01", module+1, rack+1, slot), Port: inventory.Port{Switch: mgmt, Port: slot}}
+				addr, mac := bmcAddress(module, rack, slot)
+				rec.BMC = &inventory.BMCRecord{Address: addr, MAC: mac, Port: inventory.Port{Switch: mgmt, Port: slot}}
 				if t.Kind == inventory.Compute {
 					node++
 					host := fmt.Sprintf("gpu-%s-n%02d", name, node)
