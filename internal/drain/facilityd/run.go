@@ -19,6 +19,7 @@ import (
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/cueload"
 	"github.com/seamdc/seam/internal/drain"
+	"github.com/seamdc/seam/internal/topology/hostlist"
 	"github.com/seamdc/seam/internal/version"
 )
 
@@ -203,7 +204,7 @@ func (d *Daemon) drill(ctx context.Context, obs []alarm.Observation, w io.Writer
 	}
 	snap := d.Ctl.Snapshot()
 	for _, h := range snap.Holds {
-		fmt.Fprintf(w, "hold %s: %d nodes %s\n", h.Owner, len(h.Nodes), compressNodes(h.Nodes))
+		fmt.Fprintf(w, "hold %s: %d nodes %s\n", h.Owner, len(h.Nodes), hostlist.Fold(h.Nodes))
 	}
 	for _, r := range snap.Refused {
 		fmt.Fprintf(w, "refused %s: %s\n  to drain them: %s\n", r.Owner, r.Why, drain.ApproveDrainCommand(r.Owner))
