@@ -5,10 +5,11 @@ import (
 	"strings"
 )
 
-// Fold writes names as a host list for people and for Slurm: Compress's, with the racks whose nodes are the same folded
-// into one bracket ("gpu-b-r[01-16]-n[01-18]" for sixteen racks of
-// eighteen nodes, where Compress names each rack). Expand reads it
-// back.
+// Fold writes names as a host list for people: Compress's, with the
+// racks whose nodes are the same folded into one bracket
+// ("gpu-b-r[01-16]-n[01-18]" for sixteen racks of eighteen nodes, where
+// Compress names each rack). Expand reads it back; for Slurm, use
+// Compress.
 func Fold(names []string) string {
 	terms := terms(Compress(names))
 	type group struct {
