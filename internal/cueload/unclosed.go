@@ -15,23 +15,15 @@ import (
 // parenthesis that is still open when the file ends — the stray opener,
 // or the block whose closer is missing.
 func (r *Result) unclosed(d *diag.Diagnostic) {
-	p := d.Pos.Resolved()
-	if p.File == "" {
-		return
-	}
-	name := p.File
-	if !filepath.IsAbs(name) {
-		name = filepath.Join(r.Dir, name)
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
+	b, ok := r.source(d)
+	if !ok {
 		return
 	}
 	line, col, open := openAtEnd(b)
 	if line == 0 {
 		return
 	}
-	d.Pos = diag.Pos{File: p.File, Line: line, Col: col}
+	d.Pos = diag.Pos{File: d.Pos.Resolved().File, Line: line, Col: col}
 	d.Message = fmt.Sprintf("the %q opened here is never closed: the file ends first (%s)", open, d.Message)
 	d.Hint = fmt.Sprintf("close it, or remove it if it is one %q too many; the mistake is at or after this line", open)
 }
@@ -149,20 +141,25 @@ func openAtEnd(b []byte) (line, col int, open byte) {
 	return top.line, top.col, top.c
 }
 
-// strayCloser points a syntax error found at a closer the file does
-// not expect ("expected 'EOF', found '}'": CUE sees it at the end, where
-// the closers run out) at the line whose opener is missing.
-func (r *Result) strayCloser(d *diag.Diagnostic) {
-	p := d.Pos.Resolved()
-	if p.File == "" {
-		return
+// source is the file a diagnostic points into, read again.
+func (r *Result) source(d *diag.Diagnostic) ([]byte, bool) {
+	name := d.Pos.Resolved().File
+	if name == "" {
+		return nil, false
 	}
-	name := p.File
 	if !filepath.IsAbs(name) {
 		name = filepath.Join(r.Dir, name)
 	}
 	b, err := os.ReadFile(name)
-	if err != nil {
+	return b, err == nil
+}
+
+// strayCloser points a syntax error found at a closer the file does
+// not expect ("expected 'EOF', found '}'": CUE sees it at the end, where
+// the closers run out) at the line whose opener is missing.
+func (r *Result) strayCloser(d *diag.Diagnostic) {
+	b, ok := r.source(d)
+	if !ok {
 		return
 	}
 	line, col, open, closer := missingOpener(b)
@@ -171,7 +168,7 @@ func (r *Result) strayCloser(d *diag.Diagnostic) {
 	}
 	d.Message = fmt.Sprintf("a %q seems missing at the end of this line: the %q at %d:%d closes a block this line should open (%s)", open, closer.c, closer.line, closer.col, d.Message)
 	d.Hint = fmt.Sprintf("open the block with %q here, or remove the %q at line %d if it is one too many", open, closer.c, closer.line)
-	d.Pos = diag.Pos{File: p.File, Line: line, Col: col}
+	d.Pos = diag.Pos{File: d.Pos.Resolved().File, Line: line, Col: col}
 }
 
 // missingOpener finds where a file with one closer too many lacks its
