@@ -224,7 +224,8 @@ func TestEveryRuleInEveryDirection(t *testing.T) {
 
 // One edited line of a template changes every instance of it: the
 // example's racks are a comprehension over 3 modules × 16 racks, and a
-// change of their design power is one finding, not 48.
+// change of their design power is one finding, not 48 (128 kW stays
+// above the 126.3 kW their trays draw, so vet finds nothing new).
 func TestTemplateChangeIsReportedOnce(t *testing.T) {
 	const example = "../../contracts/examples/threemodule"
 	dir := t.TempDir()
@@ -233,7 +234,7 @@ func TestTemplateChangeIsReportedOnce(t *testing.T) {
 	b, err := os.ReadFile(site)
 	require.NoError(t, err)
 	require.Contains(t, string(b), `design_power:    "130 kW"`)
-	require.NoError(t, os.WriteFile(site, []byte(strings.Replace(string(b), `design_power:    "130 kW"`, `design_power:    "125 kW"`, 1)), 0o644))
+	require.NoError(t, os.WriteFile(site, []byte(strings.Replace(string(b), `design_power:    "130 kW"`, `design_power:    "128 kW"`, 1)), 0o644))
 	r := Compare(loadSide(t, example, "old"), loadSide(t, dir, "new"))
 	var racks []Finding
 	for _, f := range r.Findings {
