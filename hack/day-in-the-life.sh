@@ -47,7 +47,9 @@ wait_for() {
   echo "day in the life: $what did not happen within 120 s" >&2
   return 1
 }
-held_by() { sat lifecycle hold list "$1" | grep -q " $2 "; }
+# (each reads the whole output before matching: grep -q stops at the first
+# match, and under pipefail the writer's SIGPIPE would end the script)
+held_by() { local out; out=$(sat lifecycle hold list "$1"); grep -q " $2 " <<<"$out"; }
 # what the scheduler shows of NODES: Slurm's state and reason, or (none)
 # the last commands facilityd would have sent
 scheduler() {
@@ -61,14 +63,17 @@ scheduler() {
 # the hold, so the ledger can be ahead of the scheduler by a moment)
 drain_shown() {
   if [ "$SCHED" = slurm ]; then
-    sinfo -h -N -n "$1" -o '%T' | grep -q drain
+    local out; out=$(sinfo -h -N -n "$1" -o '%T'); grep -q drain <<<"$out"
   else
     grep -q '^would run: scontrol update .*state=drain' facilityd/out.log
   fi
 }
 baseline() { # NODE: a passed baseline of the node, taken now (to the nanosecond: a swap may be moments old), by hand
+  local shown serial
+  shown=$(sat lifecycle show "$1" --format json)
+  serial=$(grep -m 1 -o '"serial": "[^"]*"' <<<"$shown" | cut -d '"' -f 4)
   cat > "$1.baseline.json" <<EOF
-{"format": "seam.baseline/v1", "node": "$1", "serial": "$(sat lifecycle show "$1" --format json | grep -o '"serial": "[^"]*"' | head -n 1 | cut -d '"' -f 4)",
+{"format": "seam.baseline/v1", "node": "$1", "serial": "$serial",
  "taken": "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)", "tool": "by hand", "passed": true, "metrics": {"gpu_count": 4, "nccl_allreduce_busbw_gbps": 812.4}}
 EOF
 }
