@@ -1,11 +1,9 @@
 package redfish_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,39 +18,26 @@ import (
 	"github.com/seamdc/seam/internal/peer"
 )
 
-// serveExample runs `contractc redfish EXAMPLE --serve` on a free
-// loopback port until the test ends, and returns its address.
+// serveExample runs `contractc redfish EXAMPLE --serve` on a loopback
+// port the kernel picks (port 0) until the test ends, and returns the
+// address it says it serves at. (A port picked free beforehand can be
+// taken meanwhile by another test's server, which then answered the
+// readiness probe in contractc's place.)
 func serveExample(t *testing.T) string {
 	t.Helper()
 	bin := peer.BuildGo(t, "./cmd/contractc")
 	dir, err := filepath.Abs(example)
 	require.NoError(t, err)
-	addr := peer.FreeTCP(t)
-	peer.Start(t, "contractc redfish --serve", peer.Spec{
-		Args:   []string{bin, "redfish", dir, "--serve", addr},
-		Ready:  redfishReady("http://" + addr),
-		Within: 2 * time.Minute,
-	})
+	p := peer.Start(t, "contractc redfish --serve", peer.Spec{Args: []string{bin, "redfish", dir, "--serve", "127.0.0.1:0"}})
+	serving := regexp.MustCompile(`serving .* at http://(127\.0\.0\.1:\d+)/redfish/v1/`)
+	var addr string
+	require.Eventually(t, func() bool {
+		if m := serving.FindStringSubmatch(p.Output()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	}, 2*time.Minute, 50*time.Millisecond, "contractc redfish --serve says where it serves:\n%s", p.Output())
 	return addr
-}
-
-// redfishReady is ready once the service root answers.
-func redfishReady(base string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/redfish/v1/", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET /redfish/v1/: %s", resp.Status)
-		}
-		return nil
-	}
 }
 
 // idOf is the Id of an element's top-level resource: its key flattened,
