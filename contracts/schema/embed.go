@@ -6,6 +6,10 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
 )
 
 //go:embed *.cue
@@ -48,3 +52,16 @@ const Bind = `import seamschema "seam.dev/schema"
 site: seamschema.#Site
 boundaries: [ID=string]: seamschema.#Boundary & {id: ID}
 `
+
+// PowerSmoothingGPUs is the schema's #PowerSmoothingGPUs: the GPU models
+// NVML's power smoothing supports, read from the one table with its
+// source.
+var PowerSmoothingGPUs = sync.OnceValue(func() []string {
+	b, _ := files.ReadFile("schema.cue")
+	v := cuecontext.New().CompileBytes(b).LookupPath(cue.ParsePath("#PowerSmoothingGPUs"))
+	var out []string
+	if err := v.Decode(&out); err != nil {
+		panic("contracts/schema: #PowerSmoothingGPUs: " + err.Error())
+	}
+	return out
+})

@@ -21,18 +21,10 @@ func checkClauses(c *Contracts, b *Boundary, diags *diag.List) {
 	path := "boundaries." + quoteLabel(b.ID)
 	// every joint states its steady values and its failure behaviour;
 	// power and coolant also the load swings of synchronous training (a
-	// controls link has none)
-	if len(b.Steady) == 0 {
-		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no steady clause: nothing states the steady-state values at this joint", path).Hint =
-			"state at least one steady clause: the band each side guarantees or requires"
-	}
-	if len(b.Failure) == 0 {
-		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no failure clause: nothing states what happens when a unit fails", path).Hint =
-			"state what the supplier does when one of its units fails (a feed, a pump, a controller)"
-	}
-	if len(b.Transient) == 0 && b.Medium != "controls" {
-		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no transient clause: nobody owns the load swings of synchronous training", path).Hint =
-			"state the consumer's excitation (training square wave) and the supplier's response"
+	// controls link has none); a grid boundary's clauses are its grid
+	// section (GRID007)
+	if b.Medium != "grid" {
+		incomplete(b, path, diags)
 	}
 	for _, s := range b.Steady {
 		checkBand(s.Guarantee, s.Path()+".guarantee", diags)
@@ -49,6 +41,21 @@ func checkClauses(c *Contracts, b *Boundary, diags *diag.List) {
 		checkBand(f.Guarantee.Degraded, f.Path()+".guarantee.degraded", diags)
 		checkBand(f.Require.Degraded, f.Path()+".require.degraded", diags)
 		oneSided(&f.Clause, f.Guarantee.Set, f.Require.Set, diags)
+	}
+}
+
+func incomplete(b *Boundary, path string, diags *diag.List) {
+	if len(b.Steady) == 0 {
+		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no steady clause: nothing states the steady-state values at this joint", path).Hint =
+			"state at least one steady clause: the band each side guarantees or requires"
+	}
+	if len(b.Failure) == 0 {
+		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no failure clause: nothing states what happens when a unit fails", path).Hint =
+			"state what the supplier does when one of its units fails (a feed, a pump, a controller)"
+	}
+	if len(b.Transient) == 0 && b.Medium != "controls" {
+		diags.Errorf(RuleIncomplete, b.Pos, path, "%s has no transient clause: nobody owns the load swings of synchronous training", path).Hint =
+			"state the consumer's excitation (training square wave) and the supplier's response"
 	}
 }
 

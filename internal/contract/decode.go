@@ -18,6 +18,7 @@ func decode(r *cueload.Result) (*Contracts, diag.List) {
 	root := node{d: d, v: r.Value}
 	c := &Contracts{Dir: r.Dir, Loaded: r, Site: d.site(root.at("site"))}
 	c.Ops = d.operating(root.at("site"))
+	c.Grid = d.gridDesign(root.at("site"))
 	for _, b := range root.entries("boundaries") {
 		c.Boundaries = append(c.Boundaries, d.boundary(b))
 	}
@@ -189,6 +190,9 @@ func (d *decoder) boundary(n node) *Boundary {
 		b.Failure = append(b.Failure, f)
 	}
 	d.channel = ""
+	if g := n.at("grid"); g.exists() {
+		b.Grid = d.grid(b, g)
+	}
 	return b
 }
 

@@ -257,3 +257,17 @@ func unitHint(dims []units.Dimension) string {
 	}
 	return "use a unit of " + strings.Join(parts, "; ")
 }
+
+// items returns the elements of a list field, each with its path.
+func (n node) items(label string) []node {
+	c := n.at(label)
+	it, err := c.v.List()
+	if err != nil {
+		return nil
+	}
+	var out []node
+	for i := 0; it.Next(); i++ {
+		out = append(out, node{d: n.d, v: it.Value(), path: c.path + "[" + itoa(i) + "]"})
+	}
+	return out
+}

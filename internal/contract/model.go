@@ -47,7 +47,9 @@ type Boundary struct {
 	Steady             []*Steady
 	Transient          []*Transient
 	Failure            []*Failure
-	Pos                diag.Pos
+	// Grid is a grid boundary's requirements and load (nil otherwise).
+	Grid *Grid
+	Pos  diag.Pos
 }
 
 // Channel is a logical measurement point.
@@ -189,4 +191,6 @@ type Contracts struct {
 	Handovers []*inventory.Handover
 	// Ops is what the site declares for operating and expanding it.
 	Ops *Operating
+	// Grid is the site's answer to its grid boundaries.
+	Grid *GridDesign
 }

@@ -156,7 +156,15 @@ func checkRefs(c *Contracts, idx *index, diags *diag.List) {
 	for _, b := range c.Boundaries {
 		path := "boundaries." + quoteLabel(b.ID)
 		sup := rc.module(b.Supplier, path+".supplier", "supplier")
-		con := rc.module(b.Consumer, path+".consumer", "consumer")
+		var con *Module
+		if b.Medium == "grid" {
+			// the whole site takes its power from the grid
+			if b.Consumer.To != c.Site.Name {
+				diags.Errorf(RuleKind, b.Consumer.Pos, path+".consumer", "%s.consumer: a grid boundary's consumer is the whole site, %q, not %q", path, c.Site.Name, b.Consumer.To).Hint = fmt.Sprintf("consumer: %q", c.Site.Name)
+			}
+		} else {
+			con = rc.module(b.Consumer, path+".consumer", "consumer")
+		}
 		checkMedium(b, sup, con, path, diags)
 		checkParties(b, sup, con, path, diags)
 		key := b.Supplier.To + ">" + b.Consumer.To + ">" + b.Medium
@@ -191,6 +199,11 @@ var eventTargets = map[string][]string{
 }
 
 func checkMedium(b *Boundary, sup, con *Module, path string, diags *diag.List) {
+	if b.Medium == "grid" && sup != nil && sup.Kind != "" && sup.Kind != "utility" {
+		diags.Errorf(RuleKind, b.Supplier.Pos, path, "%s: a grid boundary needs a utility module as supplier, but %q is %s %s module", path, sup.ID, article(sup.Kind), sup.Kind).
+			Related = []diag.Related{{Pos: sup.Pos, Message: "module " + sup.ID}}
+		return
+	}
 	if sup == nil || con == nil || sup.Kind == "" {
 		return
 	}

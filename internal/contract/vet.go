@@ -37,6 +37,9 @@ func rules() map[string]string {
 	for k, v := range opsRules {
 		out[k] = v
 	}
+	for k, v := range gridRules {
+		out[k] = v
+	}
 	return out
 }
 
@@ -267,5 +270,6 @@ func Check(c *Contracts) diag.List {
 	diags = append(diags, checkOperate(c, idx, func(name string) bool { _, ok := g.Find(name); return ok })...)
 	checkAlarms(c, &diags)
 	checkOperating(c, g, &diags)
+	checkGrid(c, &diags)
 	return diags
 }

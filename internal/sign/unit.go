@@ -2,7 +2,9 @@
 // the signatures. The signed unit of a boundary is the canonical JSON of
 // the boundary together with the supplier and consumer modules it refers
 // to (their inventory gives meaning to "100 %" of a load), so a change to
-// one joint invalidates that joint's signatures and no other.
+// one joint invalidates that joint's signatures and no other. A grid
+// boundary's unit holds the utility and every IT and power module: their
+// racks, answers and UPSs make the power the grid sees.
 //
 // Each party signs a small JSON statement naming the unit's digest; the
 // signature is an OpenSSH SSHSIG over the statement's bytes, so a vendor
@@ -49,7 +51,7 @@ func unitOf(c *contract.Contracts, b *contract.Boundary) (Unit, error) {
 		return Unit{}, fmt.Errorf("boundary %s: %w", b.ID, err)
 	}
 	modules := map[string]json.RawMessage{}
-	for _, id := range []string{b.Supplier.To, b.Consumer.To} {
+	for _, id := range c.SignedModules(b) {
 		mj, err := rawJSON(root, cue.MakePath(cue.Str("site"), cue.Str("modules"), cue.Str(id)))
 		if err != nil {
 			return Unit{}, fmt.Errorf("boundary %s: module %q: %w", b.ID, id, err)

@@ -32,6 +32,7 @@ const (
 	PowerRate    Dimension = "power_rate"
 	SpecificFlow Dimension = "specific_flow"
 	TempRate     Dimension = "temperature_rate"
+	Energy       Dimension = "energy"
 )
 
 // unit is one row of the table: value_canonical = value*scale + offset.
@@ -51,8 +52,10 @@ var table = map[string]unit{
 	"L/min": {Flow, 1, 0}, "L/s": {Flow, 60, 0}, "m3/h": {Flow, 1000.0 / 60, 0},
 	"Pa": {Pressure, 1e-3, 0}, "kPa": {Pressure, 1, 0}, "bar": {Pressure, 100, 0},
 	"ms": {Time, 1e-3, 0}, "s": {Time, 1, 0}, "min": {Time, 60, 0}, "h": {Time, 3600, 0},
-	"%":   {Ratio, 1, 0},
+	"%": {Ratio, 1, 0}, "pu": {Ratio, 100, 0},
 	"W/s": {PowerRate, 1e-3, 0}, "kW/s": {PowerRate, 1, 0}, "MW/s": {PowerRate, 1e3, 0},
+	"kW/min": {PowerRate, 1.0 / 60, 0}, "MW/min": {PowerRate, 1e3 / 60, 0},
+	"Wh": {Energy, 1e-3, 0}, "kWh": {Energy, 1, 0}, "MWh": {Energy, 1e3, 0},
 	"L/min/kW": {SpecificFlow, 1, 0},
 	"K/s":      {TempRate, 60, 0}, "K/min": {TempRate, 1, 0},
 }
@@ -61,7 +64,7 @@ var table = map[string]unit{
 var canonical = map[Dimension]string{
 	Power: "kW", Voltage: "V", Current: "A", Frequency: "Hz", Temperature: "degC",
 	TempDiff: "K", Flow: "L/min", Pressure: "kPa", Time: "s", Ratio: "%",
-	PowerRate: "kW/s", SpecificFlow: "L/min/kW", TempRate: "K/min",
+	PowerRate: "kW/s", SpecificFlow: "L/min/kW", TempRate: "K/min", Energy: "kWh",
 }
 
 // Canonical returns the canonical unit of d.

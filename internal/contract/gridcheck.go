@@ -1,0 +1,665 @@
+package contract
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/seamdc/seam/contracts/schema"
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/gridload"
+	"github.com/seamdc/seam/internal/gridsignal"
+	"github.com/seamdc/seam/internal/units"
+)
+
+// Grid rule ids (docs/grid.md).
+const (
+	RuleGridRamp        = "GRID001"
+	RuleGridSwing       = "GRID002"
+	RuleGridLine        = "GRID003"
+	RuleGridBand        = "GRID004"
+	RuleGridRideThrough = "GRID005"
+	RuleGridSmoothing   = "GRID006"
+	RuleGridIncomplete  = "GRID007"
+)
+
+var gridRules = map[string]string{
+	RuleGridRamp:        "the modelled site power rises or falls faster than the grid boundary's ramp limit",
+	RuleGridSwing:       "the modelled site power swings more than the grid boundary allows within its window",
+	RuleGridLine:        "a line of the modelled site power's spectrum in the grid's band is above the limit",
+	RuleGridBand:        "the modelled site power's RMS in the grid's band is above the limit",
+	RuleGridRideThrough: "a UPS whose transfer settings take load off the grid inside the ride-through curve, or give it back too late",
+	RuleGridSmoothing:   "power smoothing declared for GPUs that do not support it",
+	RuleGridIncomplete:  "a grid boundary that cannot be checked: no requirements, no load model, values out of range",
+}
+
+// GridFigure is one clause of a grid boundary against the modelled site:
+// the worst over the swept iteration periods.
+type GridFigure struct {
+	Rule     string
+	Clause   string // "ramp up per second", "line", …
+	Path     string
+	Measured float64 // kW
+	Limit    float64 // kW
+	Period   float64 // s, the iteration period of the worst case
+	Freq     float64 // Hz, a line's
+	// Where names the part of the job the worst change happened in.
+	Where string
+	Pos   diag.Pos
+}
+
+// Text says the figure in words.
+func (f GridFigure) Text() string {
+	at := ""
+	if f.Freq > 0 {
+		at = fmt.Sprintf(" at %.3g Hz", f.Freq)
+	}
+	if f.Where != "" {
+		at += " " + f.Where
+	}
+	verb := "above"
+	if f.OK() {
+		verb = "within"
+	}
+	return fmt.Sprintf("the site's %s%s is %s, %s the limit %s (worst at an iteration period of %s, every module in phase)",
+		f.Clause, at, showPower(f.Measured), verb, showPower(f.Limit), fmtSecs(f.Period))
+}
+
+// OK reports whether the figure is within its limit.
+func (f GridFigure) OK() bool { return !units.Exceeds(f.Measured, f.Limit) }
+
+// GridAdvice is the least of one mitigation that makes every clause pass
+// on its own, and what it costs.
+type GridAdvice struct {
+	What string // "a smoothing floor of 97.5 % ..." or why none passes
+	OK   bool
+}
+
+// GridAssessment is a grid boundary's design against its clauses.
+type GridAssessment struct {
+	Boundary *Boundary
+	Figures  []GridFigure
+	// Advice for each mitigation on its own, when a figure fails.
+	Advice []GridAdvice
+	// Energy is the job's mean site power, kW, as modelled with the
+	// declared answers.
+	Energy float64
+	GPUs   int
+}
+
+// gridModel is one grid boundary's load model over the site's racks.
+type gridModel struct {
+	g       *Grid
+	load    gridload.Load
+	groups  []gridload.Group
+	periods []float64
+	rate    float64
+	rated   float64 // kW
+	gpus    int
+	horizon float64 // s, storage's averaging window
+}
+
+// AssessGrid models a grid boundary's site power and measures it against
+// every clause. Problems that stop the model are diagnostics (GRID006,
+// GRID007); the assessment is nil then.
+func AssessGrid(c *Contracts, b *Boundary) (*GridAssessment, diag.List) {
+	var diags diag.List
+	m := newGridModel(c, b, &diags)
+	if m == nil {
+		return nil, diags
+	}
+	a := &GridAssessment{Boundary: b, GPUs: m.gpus}
+	a.Figures = m.evaluate(m.groups, m.periods)
+	a.Energy = gridload.Mean(m.training(m.groups, m.load.Period)) / 1000
+	if slices.ContainsFunc(a.Figures, func(f GridFigure) bool { return !f.OK() }) {
+		a.Advice = []GridAdvice{m.floorAdvice(a), m.storageAdvice(a)}
+	}
+	return a, diags
+}
+
+func newGridModel(c *Contracts, b *Boundary, diags *diag.List) *gridModel {
+	g := b.Grid
+	path := "boundaries." + quoteLabel(b.ID)
+	if g == nil {
+		diags.Errorf(RuleGridIncomplete, b.Pos, path, "%s is a grid boundary without a grid section: nothing states what the utility requires", path).Hint =
+			`add grid: {rated: "6.5 MW", require: {ramp: ..., swing: ..., oscillation: ...}, load: {...}} (docs/grid.md)`
+		return nil
+	}
+	if !g.Rated.Set || g.Rated.Canon <= 0 {
+		diags.Errorf(RuleGridIncomplete, g.Pos, g.Path+".rated", "%s.rated: the site's rated power at the point of interconnection is needed: every share is of it", g.Path).Hint = `rated: "6.5 MW"`
+		return nil
+	}
+	waveform := g.RampUp != (RampLimit{}) || g.RampDown != (RampLimit{}) || g.Swing.Set || g.Oscillation != nil
+	if !waveform {
+		return nil
+	}
+	l := g.Load
+	if l == nil {
+		diags.Errorf(RuleGridIncomplete, g.Pos, g.Path+".load", "%s: the grid limits the site's power swings, but the site declares no training load to check them against", g.Path).Hint =
+			`declare the load: load: {period: "1 s", compute_share: "70 %", gpu_compute: "1.2 kW", gpu_communication: "300 W"}`
+		return nil
+	}
+	lp := g.Path + ".load"
+	switch {
+	case !l.Period.Set || l.Period.Canon <= 0:
+		diags.Errorf(RuleGridIncomplete, l.Pos, lp+".period", "%s.period must be a time above zero", lp)
+		return nil
+	case !l.ComputeShare.Set || l.ComputeShare.Canon <= 0 || l.ComputeShare.Canon > 100:
+		diags.Errorf(RuleGridIncomplete, firstValid(l.ComputeShare.Pos, l.Pos), lp+".compute_share", "%s.compute_share must be a share above 0 %% and at most 100 %%", lp)
+		return nil
+	case l.Compute.Canon < l.Communication.Canon:
+		diags.Errorf(RuleGridIncomplete, l.Compute.Pos, lp+".gpu_compute", "%s: a GPU draws %s computing but %s communicating: the compute phase is the high one", lp, l.Compute.Raw, l.Communication.Raw)
+		return nil
+	}
+	if o := g.Oscillation; o != nil && !checkOscillation(o, g.Path+".require.oscillation", diags) {
+		return nil
+	}
+	m := &gridModel{g: g, rated: g.Rated.Canon}
+	m.load = gridload.Load{Period: l.Period.Canon, ComputeShare: l.ComputeShare.Canon / 100,
+		Compute: l.Compute.Canon * 1000, Communication: l.Communication.Canon * 1000, Idle: l.Communication.Canon * 1000}
+	if l.Idle.Set {
+		m.load.Idle = l.Idle.Canon * 1000
+	}
+	if l.CheckpointStall.Set {
+		m.load.CheckpointStall = l.CheckpointStall.Canon
+	}
+	m.periods = sweep(l)
+	m.rate, m.horizon = 10, 60
+	if o := g.Oscillation; o != nil {
+		m.rate = math.Max(m.rate, math.Ceil(2.5*o.High.Canon))
+		m.horizon = math.Max(m.horizon, 1/o.Low.Canon)
+	}
+	if g.Swing.Set {
+		// storage flattens a job's start and stop over several windows
+		m.horizon = math.Max(m.horizon, 3*g.SwingWindow.Canon)
+	}
+	if !m.racks(c, diags) {
+		return nil
+	}
+	return m
+}
+
+// checkOscillation reports an oscillation clause whose band or windows cannot
+// resolve its frequencies.
+func checkOscillation(o *Oscillation, path string, diags *diag.List) bool {
+	switch {
+	case !o.Low.Set || !o.High.Set || o.Low.Canon <= 0 || o.Low.Canon >= o.High.Canon:
+		diags.Errorf(RuleGridIncomplete, o.Pos, path+".band", "%s.band: low %s must be above 0 Hz and below high %s", path, o.Low.Raw, o.High.Raw)
+	case o.Window.Canon < 1/o.Low.Canon:
+		diags.Errorf(RuleGridIncomplete, o.Window.Pos, path+".window", "%s.window: %s cannot resolve the band's low edge %s, which needs at least %s", path, o.Window.Raw, o.Low.Raw, fmtSecs(1/o.Low.Canon)).Hint =
+			"lengthen the window to at least 1 / band.low"
+	case o.Segment.Set && (o.Segment.Canon < 1/o.Low.Canon || o.Segment.Canon > o.Window.Canon):
+		diags.Errorf(RuleGridIncomplete, o.Segment.Pos, path+".segment", "%s.segment: %s must be at least 1 / band.low (%s) and at most the window %s", path, o.Segment.Raw, fmtSecs(1/o.Low.Canon), o.Window.Raw)
+	case !o.Line.Set && !o.RMS.Set:
+		diags.Errorf(RuleGridIncomplete, o.Pos, path, "%s states a band but neither a line nor an rms limit", path).Hint = `line: "1 %", rms: "1 %"`
+	default:
+		return true
+	}
+	return false
+}
+
+// sweep is the declared period and the sweep's periods, log-spaced.
+func sweep(l *TrainingLoad) []float64 {
+	out := []float64{l.Period.Canon}
+	if l.SweepSteps >= 2 && l.SweepFrom.Canon > 0 && l.SweepTo.Canon > l.SweepFrom.Canon {
+		a, z := math.Log(l.SweepFrom.Canon), math.Log(l.SweepTo.Canon)
+		for i := range l.SweepSteps {
+			out = append(out, math.Exp(a+(z-a)*float64(i)/float64(l.SweepSteps-1)))
+		}
+	}
+	return out
+}
+
+// racks groups the site's IT racks by what they draw and declare.
+func (m *gridModel) racks(c *Contracts, diags *diag.List) bool {
+	type key struct {
+		gpus int
+		base float64
+		resp *GridResponse
+	}
+	idx := map[key]int{}
+	supported := schema.PowerSmoothingGPUs()
+	ok := true
+	for _, mod := range c.Site.Modules {
+		for _, r := range mod.Racks {
+			if r.GPUs == 0 {
+				continue
+			}
+			resp := c.Grid.Response(r)
+			if resp != nil && resp.Smoothing != nil {
+				if model := gpuModel(r); !slices.Contains(supported, model) {
+					what := fmt.Sprintf("its GPUs are %s", model)
+					if model == "" {
+						what = "its rack design names no GPU model"
+					}
+					diags.Errorf(RuleGridSmoothing, resp.Smoothing.Pos, resp.Path+".smoothing", "%s: rack %s declares power smoothing, but %s, and NVML's power smoothing supports only %s", resp.Path, r.ID, what, strings.Join(supported, ", ")).Hint =
+						"remove the smoothing, or answer with storage, filler or a lower power limit (contracts/schema/schema.cue, #PowerSmoothingGPUs, gives the table and its source)"
+					ok = false
+					continue
+				}
+			}
+			k := key{r.GPUs, math.Max(0, r.DesignPower.Canon*1000-float64(r.GPUs)*m.load.Compute), resp}
+			if i, seen := idx[k]; seen {
+				m.groups[i].Racks++
+			} else {
+				idx[k] = len(m.groups)
+				m.groups = append(m.groups, m.group(k.gpus, k.base, resp))
+			}
+			m.gpus += r.GPUs
+		}
+	}
+	if ok && len(m.groups) == 0 {
+		diags.Errorf(RuleGridIncomplete, m.g.Pos, m.g.Path, "%s: the site has no IT rack that states its GPUs, so there is no training load to check", m.g.Path).Hint = "state gpus on the IT racks"
+		return false
+	}
+	return ok
+}
+
+func gpuModel(r *Rack) string {
+	if r.DesignOf == nil {
+		return ""
+	}
+	for _, t := range r.DesignOf.Trays {
+		for _, p := range t.Parts {
+			if p.Kind == "gpu" && p.Model != "" {
+				return p.Model
+			}
+		}
+	}
+	return ""
+}
+
+func (m *gridModel) group(gpus int, base float64, resp *GridResponse) gridload.Group {
+	g := gridload.Group{Racks: 1, GPUsPerRack: gpus, Base: base}
+	if resp == nil {
+		return g
+	}
+	g.PowerLimit = resp.GPULimit.Canon * 1000
+	g.Filler = resp.Filler.Canon * 1000
+	if s := resp.Smoothing; s != nil {
+		g.Smoothing = &gridload.Smoothing{Floor: s.Floor.Canon / 100, RampUp: s.RampUp.Canon * 1000,
+			RampDown: s.RampDown.Canon * 1000, Hysteresis: s.Hysteresis.Canon}
+	}
+	if s := resp.Storage; s != nil {
+		g.Storage = &gridload.Storage{Power: s.Power.Canon * 1000, Energy: s.Energy.Canon * 3.6e6,
+			SoCMin: orDefault(s.SoCMin, 20) / 100, SoCMax: orDefault(s.SoCMax, 80) / 100, Response: s.Response.Canon, Horizon: m.horizon}
+	}
+	return g
+}
+
+func orDefault(q Q, def float64) float64 {
+	if q.Set {
+		return q.Canon
+	}
+	return def
+}
+
+// job is the scenario ramp and swing are measured on: idle, the job's
+// start, training with one checkpoint stall, its stop, idle.
+func (m *gridModel) job(groups []gridload.Group, period float64) []float64 {
+	l := m.load
+	l.Period = period
+	return m.sum(groups, l, m.jobScenario(period))
+}
+
+func (m *gridModel) jobScenario(period float64) gridload.Scenario {
+	run := math.Max(90, 3*period)
+	// idle long enough for storage to have averaged idle before the start
+	start := math.Max(30, m.horizon)
+	sc := gridload.Scenario{Rate: m.rate, Start: start, Stop: start + 2*run + m.load.CheckpointStall}
+	sc.Seconds = sc.Stop + math.Max(90, m.horizon)
+	if m.load.CheckpointStall > 0 {
+		sc.StallAt = sc.Start + run
+	}
+	return sc
+}
+
+// where names the part of the job scenario a change ending at t is in.
+func (m *gridModel) where(period, t float64) string {
+	sc := m.jobScenario(period)
+	switch {
+	case t < sc.Start+period:
+		return "at the job's start"
+	case sc.StallAt > 0 && t >= sc.StallAt && t < sc.StallAt+m.load.CheckpointStall+period:
+		return "at a checkpoint's stall"
+	case t >= sc.Stop:
+		return "at the job's stop"
+	}
+	return "in training"
+}
+
+// training is steady training over the oscillation window, after the
+// storage's horizon has passed.
+func (m *gridModel) training(groups []gridload.Group, period float64) []float64 {
+	l := m.load
+	l.Period = period
+	window := 120.0
+	if o := m.g.Oscillation; o != nil {
+		window = o.Window.Canon
+	}
+	warm := m.horizon + 2*period
+	s := m.sum(groups, l, gridload.Scenario{Rate: m.rate, Seconds: warm + window})
+	return s[int(math.Round(warm*m.rate)):]
+}
+
+func (m *gridModel) sum(groups []gridload.Group, l gridload.Load, sc gridload.Scenario) []float64 {
+	series := make([][]float64, len(groups))
+	for i, g := range groups {
+		series[i], _ = g.Power(l, sc)
+	}
+	return gridload.Sum(series...)
+}
+
+// share turns a limit in power or % of rated into kW.
+func (m *gridModel) share(q Q) float64 {
+	if q.Dim == units.Ratio {
+		return q.Canon / 100 * m.rated
+	}
+	return q.Canon
+}
+
+// evaluate measures every clause at every period and keeps the worst.
+func (m *gridModel) evaluate(groups []gridload.Group, periods []float64) []GridFigure {
+	g := m.g
+	var worst []GridFigure
+	keep := func(i int, f GridFigure) {
+		if i == len(worst) {
+			worst = append(worst, f)
+		} else if f.Measured/f.Limit > worst[i].Measured/worst[i].Limit {
+			worst[i] = f
+		}
+	}
+	for _, p := range periods {
+		i := 0
+		next := func(f GridFigure) { f.Period = p; keep(i, f); i++ }
+		job := gridsignal.Series{Rate: m.rate, Values: m.job(groups, p)}
+		for _, r := range []struct {
+			name string
+			lim  RampLimit
+			up   bool
+		}{{"up", g.RampUp, true}, {"down", g.RampDown, false}} {
+			for _, w := range []struct {
+				name   string
+				q      Q
+				window float64
+			}{{"per_second", r.lim.PerSecond, 1}, {"per_minute", r.lim.PerMinute, 60}} {
+				if !w.q.Set {
+					continue
+				}
+				up, down, _ := gridsignal.Ramp(job, w.window)
+				ch := up
+				if !r.up {
+					ch = down
+				}
+				next(GridFigure{Rule: RuleGridRamp, Clause: "ramp " + r.name + " " + strings.ReplaceAll(w.name, "_", " "),
+					Path: g.Path + ".require.ramp." + r.name + "." + w.name, Measured: ch.Value / 1000, Limit: w.q.Canon * w.window,
+					Where: m.where(p, ch.To), Pos: w.q.Pos})
+			}
+		}
+		if g.Swing.Set {
+			s, _ := gridsignal.Swing(job, g.SwingWindow.Canon)
+			next(GridFigure{Rule: RuleGridSwing, Clause: "swing within " + g.SwingWindow.Raw, Path: g.Path + ".require.swing.max",
+				Measured: s.Value / 1000, Limit: m.share(g.Swing), Where: m.where(p, s.To), Pos: g.Swing.Pos})
+		}
+		if o := g.Oscillation; o != nil {
+			tr := gridsignal.Series{Rate: m.rate, Values: m.training(groups, p)}
+			if o.Line.Set {
+				line, _ := gridsignal.LargestLine(tr, o.Low.Canon, o.High.Canon)
+				next(GridFigure{Rule: RuleGridLine, Clause: "largest line", Path: g.Path + ".require.oscillation.line",
+					Measured: line.Amplitude / 1000, Limit: m.share(o.Line), Freq: line.Freq, Pos: o.Line.Pos})
+			}
+			if o.RMS.Set {
+				seg := o.Window.Canon / 4
+				if o.Segment.Set {
+					seg = o.Segment.Canon
+				}
+				seg = math.Max(seg, 1/o.Low.Canon)
+				rms, _ := gridsignal.BandRMS(tr, o.Low.Canon, o.High.Canon, seg)
+				next(GridFigure{Rule: RuleGridBand, Clause: "band RMS", Path: g.Path + ".require.oscillation.rms",
+					Measured: rms / 1000, Limit: m.share(o.RMS), Pos: o.RMS.Pos})
+			}
+		}
+	}
+	return worst
+}
+
+func passes(figs []GridFigure) bool {
+	return !slices.ContainsFunc(figs, func(f GridFigure) bool { return !f.OK() })
+}
+
+// failingPeriods are the periods whose figures fail, the worst first;
+// the mitigation searches run on them and confirm on the whole sweep.
+func failingPeriods(figs []GridFigure) []float64 {
+	var out []float64
+	for _, f := range figs {
+		if !f.OK() && !slices.Contains(out, f.Period) {
+			out = append(out, f.Period)
+		}
+	}
+	return out
+}
+
+// search finds the least x in [0, hi] for which build(x) passes every
+// clause, by bisection on the failing periods, confirmed on all.
+func (m *gridModel) search(a *GridAssessment, hi, tol float64, build func(float64) []gridload.Group) (float64, bool) {
+	periods := failingPeriods(a.Figures)
+	for range 3 {
+		if !passes(m.evaluate(build(hi), periods)) {
+			return 0, false
+		}
+		lo, up := 0.0, hi
+		for up-lo > tol {
+			mid := (lo + up) / 2
+			if passes(m.evaluate(build(mid), periods)) {
+				up = mid
+			} else {
+				lo = mid
+			}
+		}
+		figs := m.evaluate(build(up), m.periods)
+		if passes(figs) {
+			return up, true
+		}
+		periods = append(periods, failingPeriods(figs)...)
+	}
+	return 0, false
+}
+
+// perGPURamp is the fastest a GPU may ramp for the site to keep every
+// ramp and swing limit, each shared over every GPU, W/s; 0 when the
+// grid states none.
+func (m *gridModel) perGPURamp() float64 {
+	r := math.Inf(1)
+	limit := func(kw, seconds float64) { r = math.Min(r, kw*1000/seconds/float64(m.gpus)) }
+	for _, l := range []RampLimit{m.g.RampUp, m.g.RampDown} {
+		if l.PerSecond.Set {
+			limit(l.PerSecond.Canon, 1)
+		}
+		if l.PerMinute.Set {
+			limit(l.PerMinute.Canon, 1)
+		}
+	}
+	if m.g.Swing.Set && m.g.SwingWindow.Canon > 0 {
+		limit(m.share(m.g.Swing), m.g.SwingWindow.Canon)
+	}
+	if math.IsInf(r, 1) {
+		return 0
+	}
+	return r
+}
+
+// floorAdvice is the least smoothing floor that passes, every rack's
+// other answers as declared and ramp rates of the ramp clause's share.
+func (m *gridModel) floorAdvice(a *GridAssessment) GridAdvice {
+	ramp := m.perGPURamp()
+	build := func(f float64) []gridload.Group {
+		out := slices.Clone(m.groups)
+		for i := range out {
+			s := gridload.Smoothing{RampUp: ramp, RampDown: ramp}
+			if out[i].Smoothing != nil {
+				s = *out[i].Smoothing
+			}
+			s.Floor = f
+			out[i].Smoothing = &s
+		}
+		return out
+	}
+	f, ok := m.search(a, 1, 0.001, build)
+	rates := "the ramp rates declared"
+	if ramp > 0 {
+		rates = fmt.Sprintf("ramp rates of %.3g W/s per GPU (the ramp and swing limits' share) where none is declared", ramp)
+	}
+	if !ok {
+		return GridAdvice{What: "no smoothing floor alone passes, even 100 %, with " + rates}
+	}
+	f = math.Ceil(f*1000) / 10
+	cost := m.energyCost(build(f / 100))
+	if f < 1 {
+		return GridAdvice{OK: true, What: fmt.Sprintf("power smoothing with %s passes with no floor; it costs %s", rates, cost)}
+	}
+	return GridAdvice{OK: true, What: fmt.Sprintf("a smoothing floor of %.1f %% of the GPU power limit, with %s, passes; it costs %s", f, rates, cost)}
+}
+
+// storageAdvice is the least storage per rack that passes on its own.
+func (m *gridModel) storageAdvice(a *GridAssessment) GridAdvice {
+	var perRack float64 // W: the largest rack swing
+	for _, g := range m.groups {
+		perRack = math.Max(perRack, float64(g.GPUsPerRack)*(m.load.Compute-math.Min(m.load.Communication, m.load.Idle)))
+	}
+	const socMin, socMax, response = 0.2, 0.8, 0
+	build := func(p float64) []gridload.Group {
+		out := slices.Clone(m.groups)
+		for i := range out {
+			out[i].Storage = &gridload.Storage{Power: p, Energy: p * m.horizon / (socMax - socMin), SoCMin: socMin, SoCMax: socMax, Response: response, Horizon: m.horizon}
+		}
+		return out
+	}
+	p, ok := m.search(a, 1.5*perRack, perRack/1000, build)
+	if !ok {
+		return GridAdvice{What: fmt.Sprintf("no storage alone passes, even %s per rack", showPower(1.5*perRack/1000))}
+	}
+	p = math.Ceil(p/1000) * 1000
+	energy := p * m.horizon / (socMax - socMin) / 3.6e6 // kWh
+	racks := 0
+	for _, g := range m.groups {
+		racks += g.Racks
+	}
+	return GridAdvice{OK: true, What: fmt.Sprintf("storage of %s and %.2f kWh per rack (kept between 20 %% and 80 %%, answering at once, flattening toward its %s average; %s and %.2f MWh for the %d racks) passes; it costs %s",
+		showPower(p/1000), energy, fmtSecs(m.horizon), showPower(p/1000*float64(racks)), energy*float64(racks)/1000, racks, m.storageCost(build(p)))}
+}
+
+// energyCost is the energy a mitigation adds to the job's, per day and
+// as a share.
+func (m *gridModel) energyCost(groups []gridload.Group) string {
+	base := gridload.Mean(m.training(m.groups, m.load.Period))
+	with := gridload.Mean(m.training(groups, m.load.Period))
+	return costText(with-base, base)
+}
+
+// storageCost is the round-trip loss on what the storage moves, at an
+// assumed 90 %.
+func (m *gridModel) storageCost(groups []gridload.Group) string {
+	l := m.load
+	sc := gridload.Scenario{Rate: m.rate, Seconds: m.horizon + 120}
+	var moved, base float64
+	var n int
+	for _, g := range groups {
+		grid, racks := g.Power(l, sc)
+		for i := range grid {
+			moved += math.Max(0, racks[i]-grid[i])
+			base += racks[i]
+		}
+		n = len(grid)
+	}
+	// a tenth of what it discharges is lost (mean W over the scenario)
+	return costText(0.1*moved/float64(n), base/float64(n)) + " at an assumed 90 % round trip"
+}
+
+func costText(extraW, baseW float64) string {
+	mwh := extraW / 1e6 * 24 // W of mean power → MWh per day
+	return fmt.Sprintf("%.1f MWh a day, %.1f %% of the job's energy", mwh, 100*extraW/baseW)
+}
+
+// checkGrid runs the grid rules on every grid boundary.
+func checkGrid(c *Contracts, diags *diag.List) {
+	for _, b := range c.Boundaries {
+		if b.Grid != nil && b.Medium != "grid" {
+			diags.Errorf(RuleGridIncomplete, b.Grid.Pos, b.Grid.Path, "%s: only a grid boundary (medium \"grid\") holds grid clauses; this one is %s", b.Grid.Path, b.Medium)
+			continue
+		}
+		if b.Medium != "grid" {
+			continue
+		}
+		a, ad := AssessGrid(c, b)
+		*diags = append(*diags, ad...)
+		if b.Grid != nil {
+			checkRideThrough(c, b.Grid, diags)
+		}
+		if a == nil {
+			continue
+		}
+		hint := adviceText(a.Advice)
+		for _, f := range a.Figures {
+			if f.OK() {
+				continue
+			}
+			diags.Errorf(f.Rule, f.Pos, f.Path, "%s: %s", f.Path, f.Text()).Hint = hint
+		}
+	}
+}
+
+func adviceText(adv []GridAdvice) string {
+	var parts []string
+	for _, a := range adv {
+		parts = append(parts, a.What)
+	}
+	return "on its own, " + strings.Join(parts, "; or ")
+}
+
+// checkRideThrough checks each UPS's transfer settings against the
+// voltage and frequency ride-through clauses.
+func checkRideThrough(c *Contracts, g *Grid, diags *diag.List) {
+	v, f := g.VoltageRT, g.FrequencyRT
+	if v == nil && f == nil {
+		return
+	}
+	for _, t := range c.Grid.Transfers {
+		ups := "the UPS of feed " + t.Feed.ID
+		if v != nil {
+			for _, p := range v.Curve {
+				long := !p.Duration.Set || units.Exceeds(p.Duration.Canon, t.After.Canon)
+				if units.Exceeds(t.Voltage.Canon, p.Voltage.Canon) && long {
+					dur := "indefinitely"
+					if p.Duration.Set {
+						dur = "for " + p.Duration.Raw
+					}
+					diags.Errorf(RuleGridRideThrough, t.Voltage.Pos, t.Feed.Path+".ups.transfer", "%s transfers its load to battery when the voltage stays below %s for %s, but the grid requires the site to stay on the grid through %s %s",
+						ups, t.Voltage.Raw, t.After.Raw, p.Voltage.Raw, dur).Hint = fmt.Sprintf("set the UPS to transfer only below %s, or after longer than %s (its vendor's settings)", p.Voltage.Raw, dur)
+					break
+				}
+			}
+			if v.RestoreWithin.Set && units.Exceeds(t.BackAfter.Canon, v.RestoreWithin.Canon) {
+				diags.Errorf(RuleGridRideThrough, t.BackAfter.Pos, t.Feed.Path+".ups.transfer.back_after", "%s stays on battery for %s after the voltage returns, but the grid requires %s of the power back within %s",
+					ups, t.BackAfter.Raw, v.RestoreShare.Raw, v.RestoreWithin.Raw).Hint = "shorten back_after to at most " + v.RestoreWithin.Raw
+			}
+		}
+		if f != nil && t.FrequencyMin.Set && t.FrequencyMax.Set && units.Exceeds(f.Duration.Canon, t.After.Canon) &&
+			(units.Exceeds(t.FrequencyMin.Canon, f.Min.Canon) || units.Exceeds(f.Max.Canon, t.FrequencyMax.Canon)) {
+			diags.Errorf(RuleGridRideThrough, t.FrequencyMin.Pos, t.Feed.Path+".ups.transfer", "%s transfers when the frequency leaves %s to %s for %s, but the grid requires the site to stay on through %s to %s for %s",
+				ups, t.FrequencyMin.Raw, t.FrequencyMax.Raw, t.After.Raw, f.Min.Raw, f.Max.Raw, f.Duration.Raw).Hint = "widen the UPS's frequency window to the ride-through band"
+		}
+	}
+	if v != nil {
+		for _, m := range c.Site.Modules {
+			for _, b := range m.Blocks {
+				for _, fd := range b.Feeds {
+					if fd.UPS != nil && !slices.ContainsFunc(c.Grid.Transfers, func(t *UPSTransfer) bool { return t.Feed.ID == fd.ID }) {
+						diags.Warnf(RuleGridRideThrough, fd.UPS.Pos, fd.Path+".ups", "the UPS of feed %s states no transfer settings, so nothing shows it rides through the grid's voltage curve", fd.ID).Hint =
+							`state them: transfer: {voltage: "0.5 pu", after: "400 ms", back_after: "1 s"}`
+					}
+				}
+			}
+		}
+	}
+}
