@@ -220,7 +220,8 @@ func (m *gridModel) racks(c *Contracts, diags *diag.List) bool {
 	}
 	idx := map[key]int{}
 	supported := schema.PowerSmoothingGPUs()
-	ok := true
+	refused := map[*GridResponse][]string{}
+	var order []*GridResponse
 	for _, mod := range c.Site.Modules {
 		for _, r := range mod.Racks {
 			if r.GPUs == 0 {
@@ -229,13 +230,14 @@ func (m *gridModel) racks(c *Contracts, diags *diag.List) bool {
 			resp := c.Grid.Response(r)
 			if resp != nil && resp.Smoothing != nil {
 				if model := gpuModel(r); !slices.Contains(supported, model) {
-					what := fmt.Sprintf("its GPUs are %s", model)
-					if model == "" {
-						what = "its rack design names no GPU model"
+					if refused[resp] == nil {
+						order = append(order, resp)
 					}
-					diags.Errorf(RuleGridSmoothing, resp.Smoothing.Pos, resp.Path+".smoothing", "%s: rack %s declares power smoothing, but %s, and NVML's power smoothing supports only %s", resp.Path, r.ID, what, strings.Join(supported, ", ")).Hint =
-						"remove the smoothing, or answer with storage, filler or a lower power limit (contracts/schema/schema.cue, #PowerSmoothingGPUs, gives the table and its source)"
-					ok = false
+					what := model + " GPUs"
+					if model == "" {
+						what = "no GPU model named in their design"
+					}
+					refused[resp] = append(refused[resp], what+"\x00"+r.ID)
 					continue
 				}
 			}
@@ -249,11 +251,41 @@ func (m *gridModel) racks(c *Contracts, diags *diag.List) bool {
 			m.gpus += r.GPUs
 		}
 	}
+	for _, resp := range order {
+		diags.Errorf(RuleGridSmoothing, resp.Smoothing.Pos, resp.Path+".smoothing", "%s: power smoothing is declared for %s, which NVML's power smoothing does not support (it supports %s)",
+			resp.Path, racksByModel(refused[resp]), strings.Join(supported, ", ")).Hint =
+			"remove the smoothing, or answer with storage, filler or a lower power limit (contracts/schema/schema.cue, #PowerSmoothingGPUs, gives the table and its source)"
+	}
+	ok := len(order) == 0
 	if ok && len(m.groups) == 0 {
 		diags.Errorf(RuleGridIncomplete, m.g.Pos, m.g.Path, "%s: the site has no IT rack that states its GPUs, so there is no training load to check", m.g.Path).Hint = "state gpus on the IT racks"
 		return false
 	}
 	return ok
+}
+
+// racksByModel says "16 racks with H100 GPUs (ma/r01 … ma/r16)" from
+// "what\x00rack" entries in rack order.
+func racksByModel(entries []string) string {
+	var order []string
+	racks := map[string][]string{}
+	for _, e := range entries {
+		what, rack, _ := strings.Cut(e, "\x00")
+		if racks[what] == nil {
+			order = append(order, what)
+		}
+		racks[what] = append(racks[what], rack)
+	}
+	var parts []string
+	for _, what := range order {
+		rs := racks[what]
+		span := rs[0]
+		if len(rs) > 1 {
+			span += " … " + rs[len(rs)-1]
+		}
+		parts = append(parts, fmt.Sprintf("%d rack(s) with %s (%s)", len(rs), what, span))
+	}
+	return strings.Join(parts, " and ")
 }
 
 func gpuModel(r *Rack) string {
@@ -630,12 +662,13 @@ func checkRideThrough(c *Contracts, g *Grid, diags *diag.List) {
 			for _, p := range v.Curve {
 				long := !p.Duration.Set || units.Exceeds(p.Duration.Canon, t.After.Canon)
 				if units.Exceeds(t.Voltage.Canon, p.Voltage.Canon) && long {
-					dur := "indefinitely"
+					dur, hint := "indefinitely", fmt.Sprintf("set the UPS to transfer only below %s (its vendor's settings)", p.Voltage.Raw)
 					if p.Duration.Set {
 						dur = "for " + p.Duration.Raw
+						hint = fmt.Sprintf("set the UPS to transfer only below %s, or only after more than %s (its vendor's settings)", p.Voltage.Raw, p.Duration.Raw)
 					}
 					diags.Errorf(RuleGridRideThrough, t.Voltage.Pos, t.Feed.Path+".ups.transfer", "%s transfers its load to battery when the voltage stays below %s for %s, but the grid requires the site to stay on the grid through %s %s",
-						ups, t.Voltage.Raw, t.After.Raw, p.Voltage.Raw, dur).Hint = fmt.Sprintf("set the UPS to transfer only below %s, or after longer than %s (its vendor's settings)", p.Voltage.Raw, dur)
+						ups, t.Voltage.Raw, t.After.Raw, p.Voltage.Raw, dur).Hint = hint
 					break
 				}
 			}
