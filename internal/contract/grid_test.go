@@ -31,7 +31,7 @@ func TestGridExampleNeedsItsSmoothing(t *testing.T) {
 	for _, d := range diags {
 		byRule[d.Rule] += d.Message + "\n" + d.Hint + "\n"
 	}
-	assert.Contains(t, byRule[contract.RuleGridRamp], "ramp up per second at the job's start is 3.6288 MW, above the limit 1 MW")
+	assert.Contains(t, byRule[contract.RuleGridRamp], "ramp up per second after the job's start is 3.6288 MW, above the limit 1 MW")
 	assert.Contains(t, byRule[contract.RuleGridLine], "largest line at 1 Hz is 1.603 MW, above the limit 65 kW")
 	assert.Contains(t, byRule[contract.RuleGridSwing], "above the limit 1.3 MW")
 	assert.Contains(t, byRule[contract.RuleGridBand], "band RMS")

@@ -86,6 +86,8 @@ type GridAssessment struct {
 	// declared answers.
 	Energy float64
 	GPUs   int
+	// Periods are the iteration periods swept, s.
+	Periods []float64
 }
 
 // gridModel is one grid boundary's load model over the site's racks.
@@ -109,7 +111,7 @@ func AssessGrid(c *Contracts, b *Boundary) (*GridAssessment, diag.List) {
 	if m == nil {
 		return nil, diags
 	}
-	a := &GridAssessment{Boundary: b, GPUs: m.gpus}
+	a := &GridAssessment{Boundary: b, GPUs: m.gpus, Periods: m.periods}
 	a.Figures = m.evaluate(m.groups, m.periods)
 	a.Energy = gridload.Mean(m.training(m.groups, m.load.Period)) / 1000
 	if slices.ContainsFunc(a.Figures, func(f GridFigure) bool { return !f.OK() }) {
@@ -229,7 +231,7 @@ func (m *gridModel) racks(c *Contracts, diags *diag.List) bool {
 			}
 			resp := c.Grid.Response(r)
 			if resp != nil && resp.Smoothing != nil {
-				if model := gpuModel(r); !slices.Contains(supported, model) {
+				if model := GPUModel(r); !slices.Contains(supported, model) {
 					if refused[resp] == nil {
 						order = append(order, resp)
 					}
@@ -288,7 +290,8 @@ func racksByModel(entries []string) string {
 	return strings.Join(parts, " and ")
 }
 
-func gpuModel(r *Rack) string {
+// GPUModel is the model of a rack's GPUs from its design, "" when it names none.
+func GPUModel(r *Rack) string {
 	if r.DesignOf == nil {
 		return ""
 	}
@@ -351,14 +354,14 @@ func (m *gridModel) jobScenario(period float64) gridload.Scenario {
 func (m *gridModel) where(period, t float64) string {
 	sc := m.jobScenario(period)
 	switch {
-	case t < sc.Start+period:
-		return "at the job's start"
-	case sc.StallAt > 0 && t >= sc.StallAt && t < sc.StallAt+m.load.CheckpointStall+period:
-		return "at a checkpoint's stall"
 	case t >= sc.Stop:
 		return "at the job's stop"
+	case sc.StallAt > 0 && t >= sc.StallAt:
+		return "around a checkpoint's stall"
+	case t >= sc.Start:
+		return "after the job's start"
 	}
-	return "in training"
+	return "before the job"
 }
 
 // training is steady training over the oscillation window, after the

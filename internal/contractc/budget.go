@@ -53,6 +53,7 @@ func runBudget(args []string, stdout, stderr io.Writer) int {
 	}
 	writeBudget(stdout, b)
 	writeDesignPUE(stdout, c)
+	writeGrid(stdout, c)
 	var findings diag.List
 	for _, d := range contract.Check(c) {
 		if len(d.Rule) > 6 && d.Rule[:6] == "BUDGET" {

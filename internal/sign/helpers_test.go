@@ -102,7 +102,7 @@ func allowedOf(t testing.TB, parties ...party) *AllowedSigners {
 
 // exampleParties are the four vendors of the worked example.
 func exampleParties(t testing.TB) []party {
-	return []party{newParty(t, "VoltSkid"), newParty(t, "CoolFlow"), newParty(t, "SiteOps"), newParty(t, "GPUWorks")}
+	return []party{newParty(t, "VoltSkid"), newParty(t, "CoolFlow"), newParty(t, "SiteOps"), newParty(t, "GPUWorks"), newParty(t, "ExamplePowerLight")}
 }
 
 func signAll(t testing.TB, dir string, parties []party, allowed *AllowedSigners) {
