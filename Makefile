@@ -90,7 +90,7 @@ demo: build
 # The figures the issues name, one table per package (ns/op and the
 # custom metrics each benchmark reports). Heavy benchmarks run a fixed
 # number of times; the whole table takes a few minutes.
-BENCH_PKGS := ./internal/clock ./internal/contract ./internal/compile ./internal/diff ./internal/sign \
+BENCH_PKGS := ./internal/clock ./internal/contract ./internal/gridsignal ./internal/compile ./internal/diff ./internal/sign \
 	./internal/probe ./internal/sim ./internal/sim/fleet ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
 	./internal/redfish ./internal/discover ./internal/topology ./internal/domains ./internal/drain ./internal/alarm \
 	./internal/lifecycle ./internal/burnin ./internal/headroom ./internal/drain/kubeha ./internal/drain/facilityd \

@@ -87,6 +87,19 @@ func run(w io.Writer, cueBin, contractc, bench string, runs int) error {
 		fmt.Sprintf("≤ 1.5× (%.2f s)", compileCPU.Seconds()))
 	fmt.Fprintf(w, "  %-46s %-14s %s\n", "plan size, --level all", fmt.Sprintf("%.1f MB", float64(fi.Size())/1e6), "")
 	fmt.Fprintf(w, "  %-46s %-14s %s\n", "Modbus probe / bare client, requests per s", probe, "≥ 80 %")
+	// issue 37: what the grid rules add to vet on the same site, 50
+	// iteration periods swept, with the mitigation search a failing
+	// design needs
+	for _, tt := range []struct{ name, prefix string }{
+		{"GRID rules added to vet, a passing design", "BenchmarkGrid/passing"},
+		{"GRID rules added to vet, failing (with advice)", "BenchmarkGrid/failing"},
+	} {
+		grid := "not in " + bench
+		if s, ok := benchMetric(bench, tt.prefix, "grid-s"); ok {
+			grid = verdict(s < 0.5, fmt.Sprintf("%.2f s", s))
+		}
+		fmt.Fprintf(w, "  %-46s %-14s %s\n", tt.name, grid, "< 0.5 s")
+	}
 	return nil
 }
 
@@ -167,6 +180,12 @@ func medianCPU(n int, dir, name string, args ...string) (time.Duration, error) {
 // probeRatio is the median %of-bare of BenchmarkModbusProbeVsBare's
 // lines in a bench output.
 func probeRatio(bench string) (float64, bool) {
+	return benchMetric(bench, "BenchmarkModbusProbeVsBare", "%of-bare")
+}
+
+// benchMetric is the median of a benchmark's metric in bench.txt, over
+// every line whose name starts with prefix.
+func benchMetric(bench, prefix, metric string) (float64, bool) {
 	f, err := os.Open(bench)
 	if err != nil {
 		return 0, false
@@ -176,11 +195,11 @@ func probeRatio(bench string) (float64, bool) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || !strings.HasPrefix(fields[0], "BenchmarkModbusProbeVsBare") {
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], prefix) {
 			continue
 		}
 		for i := 1; i < len(fields); i++ {
-			if fields[i] == "%of-bare" {
+			if fields[i] == metric {
 				if v, err := strconv.ParseFloat(fields[i-1], 64); err == nil {
 					pcts = append(pcts, v)
 				}

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/seamdc/seam/internal/diag"
@@ -242,8 +243,34 @@ func (d *decoder) gridResponse(n node) *GridResponse {
 		r.Storage = &Storage{Power: s.q("power", units.Power), Energy: s.q("energy", units.Energy),
 			SoCMin: s.q("soc_min", units.Ratio), SoCMax: s.q("soc_max", units.Ratio), Response: s.q("response", units.Time),
 			Efficiency: s.q("efficiency", units.Ratio), Pos: s.pos()}
+		if r.Storage.SoCMin.Set && r.Storage.SoCMax.Set && r.Storage.SoCMin.Canon >= r.Storage.SoCMax.Canon {
+			d.diags.Add(diag.Diagnostic{Rule: RuleRange, Severity: diag.Error, Pos: r.Storage.SoCMin.Pos, Path: s.path + ".soc_min",
+				Message: fmt.Sprintf("%s: soc_min %s is not below soc_max %s: the storage has no charge to use", s.path, r.Storage.SoCMin.Raw, r.Storage.SoCMax.Raw),
+				Hint:    `keep a window, such as soc_min: "20 %", soc_max: "80 %"`})
+		}
+	}
+	for _, sh := range []struct {
+		q    *Q
+		path string
+	}{{shareOf(r.Smoothing, func(s *Smoothing) *Q { return &s.Floor }), n.path + ".smoothing.floor"},
+		{shareOf(r.Storage, func(s *Storage) *Q { return &s.SoCMin }), n.path + ".storage.soc_min"},
+		{shareOf(r.Storage, func(s *Storage) *Q { return &s.SoCMax }), n.path + ".storage.soc_max"},
+		{shareOf(r.Storage, func(s *Storage) *Q { return &s.Efficiency }), n.path + ".storage.efficiency"}} {
+		if sh.q != nil && sh.q.Set && (sh.q.Canon < 0 || sh.q.Canon > 100) {
+			d.diags.Add(diag.Diagnostic{Rule: RuleRange, Severity: diag.Error, Pos: sh.q.Pos, Path: sh.path,
+				Message: fmt.Sprintf("%s: %s is not a share", sh.path, sh.q.Raw), Hint: "write a percentage from 0 % to 100 %"})
+			*sh.q = Q{}
+		}
 	}
 	return r
+}
+
+// shareOf is the field get picks of v, nil when v is nil.
+func shareOf[T any](v *T, get func(*T) *Q) *Q {
+	if v == nil {
+		return nil
+	}
+	return get(v)
 }
 
 // qOrDefault reads a quantity that may be "default" (unset).

@@ -215,10 +215,14 @@ func sweep(l *TrainingLoad) []float64 {
 
 // racks groups the site's IT racks by what they draw and declare.
 func (m *gridModel) racks(c *Contracts, diags *diag.List) bool {
+	// racks are grouped by what the model sees, so that 100 modules that
+	// declare the same answer are one group
 	type key struct {
-		gpus int
-		base float64
-		resp *GridResponse
+		gpus                int
+		base, limit, filler float64
+		smoothing           gridload.Smoothing
+		storage             gridload.Storage
+		smoothed, stored    bool
 	}
 	idx := map[key]int{}
 	supported := schema.PowerSmoothingGPUs()
@@ -243,12 +247,19 @@ func (m *gridModel) racks(c *Contracts, diags *diag.List) bool {
 					continue
 				}
 			}
-			k := key{r.GPUs, math.Max(0, r.DesignPower.Canon*1000-float64(r.GPUs)*m.load.Compute), resp}
+			g := m.group(r.GPUs, math.Max(0, r.DesignPower.Canon*1000-float64(r.GPUs)*m.load.Compute), resp)
+			k := key{gpus: g.GPUsPerRack, base: g.Base, limit: g.PowerLimit, filler: g.Filler}
+			if g.Smoothing != nil {
+				k.smoothing, k.smoothed = *g.Smoothing, true
+			}
+			if g.Storage != nil {
+				k.storage, k.stored = *g.Storage, true
+			}
 			if i, seen := idx[k]; seen {
 				m.groups[i].Racks++
 			} else {
 				idx[k] = len(m.groups)
-				m.groups = append(m.groups, m.group(k.gpus, k.base, resp))
+				m.groups = append(m.groups, g)
 			}
 			m.gpus += r.GPUs
 		}
@@ -335,24 +346,35 @@ func orDefault(q Q, def float64) float64 {
 func (m *gridModel) job(groups []gridload.Group, period float64) []float64 {
 	l := m.load
 	l.Period = period
-	return m.sum(groups, l, m.jobScenario(period))
+	return m.sum(groups, l, m.jobScenario(groups, period))
 }
 
-func (m *gridModel) jobScenario(period float64) gridload.Scenario {
+// jobRate is the job scenario's sampling: ramp and swing windows are a
+// second or longer, so 20 samples a second resolve every edge.
+const jobRate = 20
+
+func (m *gridModel) jobScenario(groups []gridload.Group, period float64) gridload.Scenario {
 	run := math.Max(90, 3*period)
 	// idle long enough for storage to have averaged idle before the start
-	start := math.Max(30, m.horizon)
-	sc := gridload.Scenario{Rate: m.rate, Start: start, Stop: start + 2*run + m.load.CheckpointStall}
-	sc.Seconds = sc.Stop + math.Max(90, m.horizon)
+	lead := 30.0
+	if stored(groups) {
+		lead = math.Max(lead, m.horizon)
+	}
+	sc := gridload.Scenario{Rate: jobRate, Start: lead, Stop: lead + 2*run + m.load.CheckpointStall}
+	sc.Seconds = sc.Stop + lead + 60
 	if m.load.CheckpointStall > 0 {
 		sc.StallAt = sc.Start + run
 	}
 	return sc
 }
 
+func stored(groups []gridload.Group) bool {
+	return slices.ContainsFunc(groups, func(g gridload.Group) bool { return g.Storage != nil })
+}
+
 // where names the part of the job scenario a change ending at t is in.
-func (m *gridModel) where(period, t float64) string {
-	sc := m.jobScenario(period)
+func (m *gridModel) where(groups []gridload.Group, period, t float64) string {
+	sc := m.jobScenario(groups, period)
 	switch {
 	case t >= sc.Stop:
 		return "at the job's stop"
@@ -373,9 +395,29 @@ func (m *gridModel) training(groups []gridload.Group, period float64) []float64 
 	if o := m.g.Oscillation; o != nil {
 		window = o.Window.Canon
 	}
-	warm := m.horizon + 2*period
-	s := m.sum(groups, l, gridload.Scenario{Rate: m.rate, Seconds: warm + window})
-	return s[int(math.Round(warm*m.rate)):]
+	warm := 2*period + 10
+	if stored(groups) {
+		warm += m.horizon
+	}
+	skip, n := int(math.Round(warm*m.rate)), smooth(int(math.Ceil(window*m.rate)))
+	s := m.sum(groups, l, gridload.Scenario{Rate: m.rate, Seconds: float64(skip+n) / m.rate})
+	return s[skip : skip+n]
+}
+
+// smooth is the least n' >= n whose only prime factors are 2, 3 and 5:
+// an FFT of a length with a large prime factor is quadratic.
+func smooth(n int) int {
+	for ; ; n++ {
+		k := n
+		for _, p := range []int{2, 3, 5} {
+			for k%p == 0 {
+				k /= p
+			}
+		}
+		if k == 1 {
+			return n
+		}
+	}
 }
 
 func (m *gridModel) sum(groups []gridload.Group, l gridload.Load, sc gridload.Scenario) []float64 {
@@ -408,7 +450,17 @@ func (m *gridModel) evaluate(groups []gridload.Group, periods []float64) []GridF
 	for _, p := range periods {
 		i := 0
 		next := func(f GridFigure) { f.Period = p; keep(i, f); i++ }
-		job := gridsignal.Series{Rate: m.rate, Values: m.job(groups, p)}
+		job := gridsignal.Series{Rate: jobRate, Values: m.job(groups, p)}
+		// each window's ramps once, for up and down
+		ramped := map[float64][2]gridsignal.Change{}
+		ramps := func(window float64) (gridsignal.Change, gridsignal.Change) {
+			if r, ok := ramped[window]; ok {
+				return r[0], r[1]
+			}
+			up, down, _ := gridsignal.Ramp(job, window)
+			ramped[window] = [2]gridsignal.Change{up, down}
+			return up, down
+		}
 		for _, r := range []struct {
 			name string
 			lim  RampLimit
@@ -422,20 +474,20 @@ func (m *gridModel) evaluate(groups []gridload.Group, periods []float64) []GridF
 				if !w.q.Set {
 					continue
 				}
-				up, down, _ := gridsignal.Ramp(job, w.window)
+				up, down := ramps(w.window)
 				ch := up
 				if !r.up {
 					ch = down
 				}
 				next(GridFigure{Rule: RuleGridRamp, Clause: "ramp " + r.name + " " + strings.ReplaceAll(w.name, "_", " "),
 					Path: g.Path + ".require.ramp." + r.name + "." + w.name, Measured: ch.Value / 1000, Limit: w.q.Canon * w.window,
-					Where: m.where(p, ch.To), Pos: w.q.Pos})
+					Where: m.where(groups, p, ch.To), Pos: w.q.Pos})
 			}
 		}
 		if g.Swing.Set {
 			s, _ := gridsignal.Swing(job, g.SwingWindow.Canon)
 			next(GridFigure{Rule: RuleGridSwing, Clause: "swing within " + g.SwingWindow.Raw, Path: g.Path + ".require.swing.max",
-				Measured: s.Value / 1000, Limit: m.share(g.Swing), Where: m.where(p, s.To), Pos: g.Swing.Pos})
+				Measured: s.Value / 1000, Limit: m.share(g.Swing), Where: m.where(groups, p, s.To), Pos: g.Swing.Pos})
 		}
 		if o := g.Oscillation; o != nil {
 			tr := gridsignal.Series{Rate: m.rate, Values: m.training(groups, p)}
@@ -540,7 +592,7 @@ func (m *gridModel) floorAdvice(a *GridAssessment) GridAdvice {
 		}
 		return out
 	}
-	f, ok := m.search(a, 1, 0.001, build)
+	f, ok := m.search(a, 1, 0.005, build)
 	rates := "the ramp rates declared"
 	if ramp > 0 {
 		rates = fmt.Sprintf("ramp rates of %.3g W/s per GPU (the ramp and swing limits' share) where none is declared", ramp)
@@ -548,7 +600,7 @@ func (m *gridModel) floorAdvice(a *GridAssessment) GridAdvice {
 	if !ok {
 		return GridAdvice{What: "no smoothing floor alone passes, even 100 %, with " + rates}
 	}
-	f = math.Ceil(f*1000) / 10
+	f = math.Ceil(f*200) / 2 // to the half percent
 	cost := m.energyCost(build(f / 100))
 	if f < 1 {
 		return GridAdvice{OK: true, What: fmt.Sprintf("power smoothing with %s passes with no floor; it costs %s", rates, cost)}
@@ -570,7 +622,7 @@ func (m *gridModel) storageAdvice(a *GridAssessment) GridAdvice {
 		}
 		return out
 	}
-	p, ok := m.search(a, 1.5*perRack, perRack/1000, build)
+	p, ok := m.search(a, 1.5*perRack, 1000, build) // to the kW
 	if !ok {
 		return GridAdvice{What: fmt.Sprintf("no storage alone passes, even %s per rack", showPower(1.5*perRack/1000))}
 	}

@@ -199,7 +199,7 @@ scrape_configs:
 	}
 	assert.Contains(t, out, "OK: sat-ma is intact")
 	assert.Contains(t, out, "OK: burnin-2 is intact")
-	assert.Regexp(t, `OK: \S+site.db: 16094 elements`, out, "sat lifecycle check")
+	assert.Regexp(t, `OK: \S+site.db: 16095 elements`, out, "sat lifecycle check")
 	assert.Contains(t, out, "facilityd heard the pump trip from its poller and from Alertmanager: one alarm, two sources")
 	st := s.slurm.Must("sinfo", "-h", "-N", "-o", "%N %T", "-n", "gpu-a-r[01-16]-n[01-18]")
 	assert.NotContains(t, st, "drain", "every node of ma is back in the pool")

@@ -88,7 +88,8 @@ func (sc Scenario) phaseAt(l Load, t float64) phase {
 	if sc.Stop <= sc.Start {
 		tj = t
 	}
-	if math.Mod(tj, l.Period) < l.ComputeShare*l.Period {
+	// the share of the current iteration gone (math.Mod is slower)
+	if x := tj / l.Period; x-math.Floor(x) < l.ComputeShare {
 		return compute
 	}
 	return communicate
@@ -99,25 +100,18 @@ func (sc Scenario) phaseAt(l Load, t float64) phase {
 func (g Group) Power(l Load, sc Scenario) (grid, racks []float64) {
 	n := sc.samples()
 	dt := 1 / sc.Rate
-	gpu := make([]float64, n)
-	var y float64
-	var below float64
-	started := false
+	racks = make([]float64, n)
+	scale, per := float64(g.Racks), float64(g.GPUsPerRack)
+	var y, below float64
 	for i := range n {
 		p := sc.phaseAt(l, float64(i)*dt)
 		target := g.target(l, p)
-		if g.Smoothing == nil || !started {
-			y, started = target, true
-			gpu[i] = y
-			continue
+		if g.Smoothing == nil || i == 0 {
+			y = target
+		} else {
+			y, below = g.Smoothing.step(y, target, below, p != idle, g.limit(l), dt)
 		}
-		y, below = g.Smoothing.step(y, target, below, p != idle, g.limit(l), dt)
-		gpu[i] = y
-	}
-	racks = make([]float64, n)
-	scale := float64(g.Racks)
-	for i, w := range gpu {
-		racks[i] = scale * (g.Base + float64(g.GPUsPerRack)*w)
+		racks[i] = scale * (g.Base + per*y)
 	}
 	if g.Storage == nil {
 		return racks, racks
@@ -205,13 +199,13 @@ func (s *Storage) apply(draw []float64, racks, rate float64) []float64 {
 	return out
 }
 
-// Sum adds series sample by sample.
+// Sum adds series sample by sample, into the first.
 func Sum(series ...[]float64) []float64 {
-	var out []float64
-	for _, s := range series {
-		if out == nil {
-			out = make([]float64, len(s))
-		}
+	if len(series) == 0 {
+		return nil
+	}
+	out := series[0]
+	for _, s := range series[1:] {
 		for i, v := range s {
 			out[i] += v
 		}

@@ -38,7 +38,7 @@ func TestDocWalkthrough(t *testing.T) {
 	txtar := "symlink contracts -> " + filepath.Join(root, "contracts") + "\n" +
 		"symlink fixtures -> " + filepath.Join(root, "fixtures") + "\n" +
 		"exec " + bash + " walkthrough.sh\n" +
-		"stdout '^OK: site.db: 16094 elements'\n" +
+		"stdout '^OK: site.db: 16095 elements'\n" +
 		"-- walkthrough.sh --\n" + block + "\n"
 	if err := os.WriteFile(script, []byte(txtar), 0o644); err != nil {
 		t.Fatal(err)
