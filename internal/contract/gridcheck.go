@@ -681,6 +681,7 @@ func checkGrid(c *Contracts, diags *diag.List) {
 		a, ad := AssessGrid(c, b)
 		*diags = append(*diags, ad...)
 		if b.Grid != nil {
+			checkGridChannel(b, diags)
 			checkRideThrough(c, b.Grid, diags)
 		}
 		if a == nil {
@@ -693,6 +694,29 @@ func checkGrid(c *Contracts, diags *diag.List) {
 			}
 			diags.Errorf(f.Rule, f.Pos, f.Path, "%s: %s", f.Path, f.Text()).Hint = hint
 		}
+	}
+}
+
+// checkGridChannel: the point-of-interconnection channel is one of the
+// boundary's power channels.
+func checkGridChannel(b *Boundary, diags *diag.List) {
+	ch := b.Grid.Channel
+	if ch.To == "" {
+		return
+	}
+	i := slices.IndexFunc(b.Channels, func(c *Channel) bool { return c.Name == ch.To })
+	switch {
+	case i < 0:
+		var names []string
+		for _, c := range b.Channels {
+			if c.Quantity == units.Power {
+				names = append(names, c.Name)
+			}
+		}
+		diags.Errorf(RuleGridIncomplete, ch.Pos, b.Grid.Path+".channel", "%s.channel: %q is not a channel of boundary %s", b.Grid.Path, ch.To, b.ID).Hint =
+			"name a power channel of the boundary" + didYouMeanSuffix(ch.To, names) + ", or declare it under channels with quantity power"
+	case b.Channels[i].Quantity != units.Power:
+		diags.Errorf(RuleGridIncomplete, ch.Pos, b.Grid.Path+".channel", "%s.channel: %q measures %s; the point-of-interconnection meter's channel measures power", b.Grid.Path, ch.To, b.Channels[i].Quantity)
 	}
 }
 
