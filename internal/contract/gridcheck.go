@@ -100,6 +100,14 @@ type gridModel struct {
 	rated   float64 // kW
 	gpus    int
 	horizon float64 // s, storage's averaging window
+	// err is the first measure the model could not take: never a pass
+	err error
+}
+
+func (m *gridModel) fail(err error) {
+	if err != nil && m.err == nil {
+		m.err = err
+	}
 }
 
 // AssessGrid models a grid boundary's site power and measures it against
@@ -113,6 +121,11 @@ func AssessGrid(c *Contracts, b *Boundary) (*GridAssessment, diag.List) {
 	}
 	a := &GridAssessment{Boundary: b, GPUs: m.gpus, Periods: m.periods}
 	a.Figures = m.evaluate(m.groups, m.periods)
+	if m.err != nil {
+		diags.Errorf(RuleGridIncomplete, b.Grid.Pos, b.Grid.Path, "%s: the modelled site power cannot be measured against these clauses: %v", b.Grid.Path, m.err).Hint =
+			"check the clauses' windows and band against docs/grid.md (a window longer than the modelled job, a band the sampling cannot reach)"
+		return nil, diags
+	}
 	a.Energy = gridload.Mean(m.training(m.groups, m.load.Period)) / 1000
 	if slices.ContainsFunc(a.Figures, func(f GridFigure) bool { return !f.OK() }) {
 		a.Advice = []GridAdvice{m.floorAdvice(a), m.storageAdvice(a)}
@@ -155,6 +168,10 @@ func newGridModel(c *Contracts, b *Boundary, diags *diag.List) *gridModel {
 		return nil
 	}
 	if o := g.Oscillation; o != nil && !checkOscillation(o, g.Path+".require.oscillation", diags) {
+		return nil
+	}
+	if g.Swing.Set && g.SwingWindow.Canon <= 0 {
+		diags.Errorf(RuleGridIncomplete, firstValid(g.SwingWindow.Pos, g.Swing.Pos), g.Path+".require.swing.window", "%s.require.swing.window must be a time above zero", g.Path)
 		return nil
 	}
 	m := &gridModel{g: g, rated: g.Rated.Canon}
@@ -355,13 +372,16 @@ const jobRate = 20
 
 func (m *gridModel) jobScenario(groups []gridload.Group, period float64) gridload.Scenario {
 	run := math.Max(90, 3*period)
+	if m.g.Swing.Set {
+		run = math.Max(run, m.g.SwingWindow.Canon)
+	}
 	// idle long enough for storage to have averaged idle before the start
 	lead := 30.0
 	if stored(groups) {
 		lead = math.Max(lead, m.horizon)
 	}
 	sc := gridload.Scenario{Rate: jobRate, Start: lead, Stop: lead + 2*run + m.load.CheckpointStall}
-	sc.Seconds = sc.Stop + lead + 60
+	sc.Seconds = sc.Stop + lead + math.Max(60, run)
 	if m.load.CheckpointStall > 0 {
 		sc.StallAt = sc.Start + run
 	}
@@ -457,7 +477,8 @@ func (m *gridModel) evaluate(groups []gridload.Group, periods []float64) []GridF
 			if r, ok := ramped[window]; ok {
 				return r[0], r[1]
 			}
-			up, down, _ := gridsignal.Ramp(job, window)
+			up, down, err := gridsignal.Ramp(job, window)
+			m.fail(err)
 			ramped[window] = [2]gridsignal.Change{up, down}
 			return up, down
 		}
@@ -485,14 +506,16 @@ func (m *gridModel) evaluate(groups []gridload.Group, periods []float64) []GridF
 			}
 		}
 		if g.Swing.Set {
-			s, _ := gridsignal.Swing(job, g.SwingWindow.Canon)
+			s, err := gridsignal.Swing(job, g.SwingWindow.Canon)
+			m.fail(err)
 			next(GridFigure{Rule: RuleGridSwing, Clause: "swing within " + g.SwingWindow.Raw, Path: g.Path + ".require.swing.max",
 				Measured: s.Value / 1000, Limit: m.share(g.Swing), Where: m.where(groups, p, s.To), Pos: g.Swing.Pos})
 		}
 		if o := g.Oscillation; o != nil {
 			tr := gridsignal.Series{Rate: m.rate, Values: m.training(groups, p)}
 			if o.Line.Set {
-				line, _ := gridsignal.LargestLine(tr, o.Low.Canon, o.High.Canon)
+				line, err := gridsignal.LargestLine(tr, o.Low.Canon, o.High.Canon)
+				m.fail(err)
 				next(GridFigure{Rule: RuleGridLine, Clause: "largest line", Path: g.Path + ".require.oscillation.line",
 					Measured: line.Amplitude / 1000, Limit: m.share(o.Line), Freq: line.Freq, Pos: o.Line.Pos})
 			}
@@ -502,7 +525,8 @@ func (m *gridModel) evaluate(groups []gridload.Group, periods []float64) []GridF
 					seg = o.Segment.Canon
 				}
 				seg = math.Max(seg, 1/o.Low.Canon)
-				rms, _ := gridsignal.BandRMS(tr, o.Low.Canon, o.High.Canon, seg)
+				rms, err := gridsignal.BandRMS(tr, o.Low.Canon, o.High.Canon, seg)
+				m.fail(err)
 				next(GridFigure{Rule: RuleGridBand, Clause: "band RMS", Path: g.Path + ".require.oscillation.rms",
 					Measured: rms / 1000, Limit: m.share(o.RMS), Pos: o.RMS.Pos})
 			}
