@@ -1,6 +1,7 @@
 package contractc
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -79,11 +80,11 @@ func runSmoothing(args []string, stdout, stderr io.Writer) int {
 	f := smoothingOf(c)
 	switch {
 	case *out != "":
-		var buf jsonBuffer
+		var buf bytes.Buffer
 		if err := writeJSON(&buf, f); err != nil {
 			return fail(stderr, "smoothing", fs, err)
 		}
-		if err := atomicfile.Write(*out, buf.b, 0o644); err != nil {
+		if err := atomicfile.Write(*out, buf.Bytes(), 0o644); err != nil {
 			return fail(stderr, "smoothing", fs, fmt.Errorf("write %s: %w", *out, err))
 		}
 		fmt.Fprintf(stdout, "wrote %s: %d setting(s)\n", *out, len(f.Settings))
@@ -97,10 +98,6 @@ func runSmoothing(args []string, stdout, stderr io.Writer) int {
 	}
 	return cli.ExitOK
 }
-
-type jsonBuffer struct{ b []byte }
-
-func (j *jsonBuffer) Write(p []byte) (int, error) { j.b = append(j.b, p...); return len(p), nil }
 
 // smoothingOf groups the racks with smoothing by module, GPU model and
 // declaration.
