@@ -300,7 +300,7 @@ func (k *compiler) depPreconditions(b *built, ids, exists map[string]bool) []pla
 func levelRank(l string) int { return slices.Index([]string{plan.FAT, plan.SAT, plan.IST}, l) }
 
 func kindRank(k string) int {
-	return slices.Index([]string{plan.Steady, plan.Transient, plan.Failure}, k)
+	return slices.Index([]string{plan.Steady, plan.Transient, plan.Failure, plan.Grid}, k)
 }
 
 func planBank(lb *contract.LoadBank) plan.LoadBank {

@@ -29,6 +29,7 @@ const (
 	Steady    = "steady"
 	Transient = "transient"
 	Failure   = "failure"
+	Grid      = "grid" // the utility's requirements at the point of interconnection
 )
 
 // Sides of a clause: what the supplier guarantees, what the consumer requires.
@@ -47,6 +48,25 @@ const (
 	OpAwaitAlarm  = "await_alarm"  // channel, timeout_s: wait until the alarm is raised
 	OpRestore     = "restore"      // event, target: undo an injected fault; action/expect as fallback
 	OpOperator    = "operator"     // action, expect (event, target when it injects or restores a fault)
+	// OpTrain runs the training pattern in phase across the site for
+	// duration_s: compute for duty_pct of each period_s, communication
+	// for the rest, with a checkpoint's stall of stall_s at stall_at_s.
+	// The driver says what draws it: the fleet's GPUs (the module-wide
+	// step sat burnin runs), or every IT module's load bank switched
+	// between low_kw and high_kw, which only banks whose profile can
+	// switch that fast may do (preflight refuses the rest).
+	OpTrain = "train" // driver, period_s, duty_pct, duration_s, ?stall_at_s, ?stall_s, ?low_kw, ?high_kw, ?action, ?expect
+	// OpGridDip dips the grid's voltage at the point of interconnection
+	// to voltage_pu for duration_s: the simulator's grid, or on a real
+	// site a test bench's grid simulator the operator drives (action,
+	// expect).
+	OpGridDip = "grid_dip" // target, voltage_pu, duration_s, ?action, ?expect
+)
+
+// Drivers of a train step.
+const (
+	DriverFleet     = "fleet"      // the fleet's GPUs run the pattern
+	DriverLoadBanks = "load_banks" // every IT module's load bank switches it
 )
 
 // Check kinds; Fields lists what each needs beyond id, kind, side,
@@ -58,6 +78,22 @@ const (
 	AlarmWithin    = "alarm_within"    // the alarm channel raised within within_s of from
 	NoInterruption = "no_interruption" // every sample at or above min (at or below max)
 	SettlesWithin  = "settles_within"  // inside [min, max] from from+within_s to from+for_s
+	// The grid's measures of a power channel over the samples of steps,
+	// resampled uniformly (internal/gridsignal defines them).
+	GridRamp    = "grid_ramp"     // direction up|down: the largest rise or fall within any window_s, at most max
+	GridSwing   = "grid_swing"    // the largest max - min within any window_s, at most max
+	GridLine    = "grid_line"     // the largest spectral line in band_low_hz..band_high_hz over each window_s, at most max (peak)
+	GridBandRMS = "grid_band_rms" // the RMS in the band (Welch, segment_s) over each window_s, at most max
+	// RestoresWithin: from within_s after step from ended until for_s,
+	// at least share_pct % of the channel's mean over the reference_s
+	// before step from started.
+	RestoresWithin = "restores_within"
+)
+
+// Directions of a ramp check.
+const (
+	Up   = "up"
+	Down = "down"
 )
 
 // Coverage statuses.
@@ -182,6 +218,7 @@ type Step struct {
 	Action     string   `json:"action,omitempty"`
 	Channel    string   `json:"channel,omitempty"`
 	Cycles     int      `json:"cycles,omitempty"`
+	Driver     string   `json:"driver,omitempty"`
 	DurationS  float64  `json:"duration_s,omitempty"`
 	DutyPct    float64  `json:"duty_pct,omitempty"`
 	EstimatedS float64  `json:"estimated_s"`
@@ -197,15 +234,21 @@ type Step struct {
 	Op         string   `json:"op"`
 	PeriodS    float64  `json:"period_s,omitempty"`
 	RateKWPerS float64  `json:"rate_kw_per_s,omitempty"`
+	StallAtS   float64  `json:"stall_at_s,omitempty"`
+	StallS     float64  `json:"stall_s,omitempty"`
 	Target     string   `json:"target,omitempty"`
 	TimeoutS   float64  `json:"timeout_s,omitempty"`
+	VoltagePU  *float64 `json:"voltage_pu,omitempty"`
 }
 
 // Check grades a channel's samples against numbers from the contract.
 // The window is either steps (the samples taken during those steps) or
 // from (time zero at the end of that step) and for_s.
 type Check struct {
+	BandHighHz   float64  `json:"band_high_hz,omitempty"`
+	BandLowHz    float64  `json:"band_low_hz,omitempty"`
 	Channel      string   `json:"channel"`
+	Direction    string   `json:"direction,omitempty"`
 	ForS         float64  `json:"for_s,omitempty"`
 	From         string   `json:"from,omitempty"`
 	ID           string   `json:"id"` // unique within the case
@@ -214,10 +257,14 @@ type Check struct {
 	MaxDeviation *float64 `json:"max_deviation,omitempty"`
 	Min          *float64 `json:"min,omitempty"`
 	Reference    *float64 `json:"reference,omitempty"`
+	ReferenceS   float64  `json:"reference_s,omitempty"`
+	SegmentS     float64  `json:"segment_s,omitempty"`
+	SharePct     float64  `json:"share_pct,omitempty"`
 	Side         string   `json:"side"`
 	Sources      []string `json:"sources"` // contract paths, keys of Plan.Sources
 	Steps        []string `json:"steps,omitempty"`
 	Unit         string   `json:"unit,omitempty"` // of min, max, reference, max_deviation
+	WindowS      float64  `json:"window_s,omitempty"`
 	WithinS      float64  `json:"within_s,omitempty"`
 }
 
@@ -283,10 +330,17 @@ var Fields = map[string][]string{
 	OpRestore:      {"event", "target", "action", "expect"},
 	OpAwaitAlarm:   {"channel", "timeout_s"},
 	OpOperator:     {"action", "expect"},
+	OpTrain:        {"driver", "period_s", "duty_pct", "duration_s", "?stall_at_s", "?stall_s", "?low_kw", "?high_kw", "?action", "?expect"},
+	OpGridDip:      {"target", "voltage_pu", "duration_s", "?action", "?expect"},
 	InBand:         {"unit", "min|max", "steps|from", "?for_s"},
 	MaxDeviation:   {"unit", "reference", "max_deviation", "steps"},
 	RecoveryTime:   {"unit", "min|max", "within_s", "steps"},
 	AlarmWithin:    {"within_s", "from"},
 	NoInterruption: {"unit", "min", "from", "for_s", "?max"},
 	SettlesWithin:  {"unit", "min|max", "within_s", "from", "for_s"},
+	GridRamp:       {"unit", "max", "window_s", "direction", "steps"},
+	GridSwing:      {"unit", "max", "window_s", "steps"},
+	GridLine:       {"unit", "max", "band_low_hz", "band_high_hz", "window_s", "steps"},
+	GridBandRMS:    {"unit", "max", "band_low_hz", "band_high_hz", "window_s", "segment_s", "steps"},
+	RestoresWithin: {"share_pct", "reference_s", "within_s", "from", "for_s"},
 }

@@ -203,11 +203,15 @@ func stepFields(s Step) map[string]bool {
 		"duration_s": s.DurationS != 0, "duty_pct": s.DutyPct != 0, "event": s.Event != "", "expect": s.Expect != "",
 		"from_kw": s.FromKW != nil, "high_kw": s.HighKW != nil, "kw": s.KW != nil, "load_bank": s.LoadBank != "",
 		"low_kw": s.LowKW != nil, "period_s": s.PeriodS != 0, "rate_kw_per_s": s.RateKWPerS != 0,
-		"target": s.Target != "", "timeout_s": s.TimeoutS != 0}
+		"target": s.Target != "", "timeout_s": s.TimeoutS != 0, "driver": s.Driver != "",
+		"stall_at_s": s.StallAtS != 0, "stall_s": s.StallS != 0, "voltage_pu": s.VoltagePU != nil}
 }
 
 func checkFields(k Check) map[string]bool {
 	return map[string]bool{"for_s": k.ForS != 0, "from": k.From != "", "max": k.Max != nil,
 		"max_deviation": k.MaxDeviation != nil, "min": k.Min != nil, "reference": k.Reference != nil,
-		"steps": len(k.Steps) > 0, "unit": k.Unit != "", "within_s": k.WithinS != 0}
+		"steps": len(k.Steps) > 0, "unit": k.Unit != "", "within_s": k.WithinS != 0,
+		"band_high_hz": k.BandHighHz != 0, "band_low_hz": k.BandLowHz != 0, "direction": k.Direction != "",
+		"reference_s": k.ReferenceS != 0, "segment_s": k.SegmentS != 0, "share_pct": k.SharePct != 0,
+		"window_s": k.WindowS != 0}
 }
