@@ -10,28 +10,47 @@ import (
 )
 
 // LargestLine returns the largest spectral line with f1 <= f <= f2 Hz:
-// the record's mean and linear trend removed, one Hann window over the
-// whole record, its FFT, and bin k read as a sinusoid of peak amplitude
-// 2|X_k| / (N·CG), CG the window's coherent gain (the mean of its
-// coefficients). The package doc gives the exact rules.
+// the line of Spectrum with the largest amplitude (the lowest in
+// frequency on a tie). The package doc gives the exact rules.
 //
 // The FFT's cost grows with the record's largest prime factor: 30000
 // samples take about 2 ms, a prime 30011 about 0.8 s. A record cut to
 // whole seconds at a whole-number rate keeps it fast.
 func LargestLine(s Series, f1, f2 float64) (Line, error) {
-	if err := s.check(); err != nil {
+	lines, err := Spectrum(s, f1, f2)
+	if err != nil {
 		return Line{}, err
 	}
+	best := lines[0]
+	for _, l := range lines[1:] {
+		if l.Amplitude > best.Amplitude {
+			best = l
+		}
+	}
+	return best, nil
+}
+
+// Spectrum returns every bin with f1 <= f <= f2 Hz, lowest first, as a
+// line of peak amplitude: the record's mean and linear trend removed,
+// one Hann window over the whole record, its FFT, and bin k read as a
+// sinusoid of peak amplitude 2|X_k| / (N·CG), CG the window's coherent
+// gain (the mean of its coefficients). It is what LargestLine reads
+// the largest line from, for a plot of the whole band. It takes the
+// same band, rate and resolution as LargestLine (the package doc).
+func Spectrum(s Series, f1, f2 float64) ([]Line, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	if err := s.checkBand(f1, f2); err != nil {
-		return Line{}, err
+		return nil, err
 	}
 	n := len(s.Values)
 	if err := s.checkResolution("record", n, f1); err != nil {
-		return Line{}, err
+		return nil, err
 	}
 	lo, hi, err := bins(s.Rate, n, f1, f2)
 	if err != nil {
-		return Line{}, err
+		return nil, err
 	}
 	w := hann(n)
 	sum := 0.0
@@ -45,16 +64,14 @@ func LargestLine(s Series, f1, f2 float64) (Line, error) {
 		x[i] *= w[i]
 	}
 	X := fourier.NewFFT(n).Coefficients(nil, x)
-	best := lo
-	for k := lo + 1; k <= hi; k++ {
-		if cmplx.Abs(X[k]) > cmplx.Abs(X[best]) {
-			best = k
-		}
+	lines := make([]Line, 0, hi-lo+1)
+	for k := lo; k <= hi; k++ {
+		lines = append(lines, Line{
+			Freq:      float64(k) * s.Rate / float64(n),
+			Amplitude: 2 * cmplx.Abs(X[k]) / (float64(n) * cg),
+		})
 	}
-	return Line{
-		Freq:      float64(best) * s.Rate / float64(n),
-		Amplitude: 2 * cmplx.Abs(X[best]) / (float64(n) * cg),
-	}, nil
+	return lines, nil
 }
 
 // BandRMS returns the RMS of the series in f1 <= f <= f2 Hz from a

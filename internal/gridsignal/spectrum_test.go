@@ -132,3 +132,49 @@ func TestBandRMS(t *testing.T) {
 		})
 	}
 }
+
+func TestSpectrumHoldsTheLargestLine(t *testing.T) {
+	tests := []struct {
+		name   string
+		s      Series
+		f1, f2 float64
+		want   Line // the line at want.Freq
+	}{
+		{"sine 0.5 Hz", wave(50, 120, sine(1500, 0.5)), 0.1, 20, Line{0.5, 1500}},
+		{"sine 7 Hz in 1..10 Hz", wave(50, 10, sine(3, 7)), 1, 10, Line{7, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lines, err := Spectrum(tt.s, tt.f1, tt.f2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			df := tt.s.Rate / float64(len(tt.s.Values))
+			if got := len(lines); math.Abs(float64(got)-((tt.f2-tt.f1)/df+1)) > 1 {
+				t.Errorf("%d lines in %g..%g Hz at %g Hz spacing", got, tt.f1, tt.f2, df)
+			}
+			if lines[0].Freq < tt.f1*(1-1e-9) || lines[len(lines)-1].Freq > tt.f2*(1+1e-9) {
+				t.Errorf("lines run %g..%g Hz, outside the band %g..%g Hz", lines[0].Freq, lines[len(lines)-1].Freq, tt.f1, tt.f2)
+			}
+			largest, err := LargestLine(tt.s, tt.f1, tt.f2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, l := range lines {
+				if l.Amplitude > largest.Amplitude {
+					t.Errorf("line %g Hz (%g) above the largest line %+v", l.Freq, l.Amplitude, largest)
+				}
+				if math.Abs(l.Freq-tt.want.Freq) < df/2 {
+					found = true
+					if !within(l.Amplitude, tt.want.Amplitude, 2e-4) || l != largest {
+						t.Errorf("line at %g Hz: %+v, want amplitude %g and the largest line %+v", tt.want.Freq, l, tt.want.Amplitude, largest)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no line at %g Hz", tt.want.Freq)
+			}
+		})
+	}
+}
