@@ -55,15 +55,31 @@ type Group struct {
 	Storage     *Storage
 }
 
-// phase is what the job asks of a GPU at one instant.
-type phase int
+// Phase is what the job asks of a GPU at one instant.
+type Phase int
 
+// The phases: no job; a running job's compute and communication phases;
+// a checkpoint's stall (the job runs, every GPU idles).
 const (
-	idle phase = iota
-	compute
-	communicate
-	stall
+	PhaseIdle Phase = iota
+	PhaseCompute
+	PhaseCommunicate
+	PhaseStall
 )
+
+// Running reports whether a job runs in the phase (a stall included):
+// smoothing's floor holds then.
+func (p Phase) Running() bool { return p != PhaseIdle }
+
+// At is the phase of a running job tj seconds after it started (stalls
+// aside): compute for ComputeShare of each period, then communication.
+func (l Load) At(tj float64) Phase {
+	// the share of the current iteration gone (math.Mod is slower)
+	if x := tj / l.Period; x-math.Floor(x) < l.ComputeShare {
+		return PhaseCompute
+	}
+	return PhaseCommunicate
+}
 
 // Scenario is a job's timeline: idle, then the job from Start to Stop
 // (with one checkpoint stall at StallAt when StallAt > 0), then idle.
@@ -76,23 +92,19 @@ type Scenario struct {
 
 func (sc Scenario) samples() int { return int(math.Round(sc.Seconds * sc.Rate)) }
 
-func (sc Scenario) phaseAt(l Load, t float64) phase {
+func (sc Scenario) phaseAt(l Load, t float64) Phase {
 	running := sc.Stop <= sc.Start || (t >= sc.Start && t < sc.Stop)
 	if !running {
-		return idle
+		return PhaseIdle
 	}
 	if sc.StallAt > 0 && t >= sc.StallAt && t < sc.StallAt+l.CheckpointStall {
-		return stall
+		return PhaseStall
 	}
 	tj := t - sc.Start
 	if sc.Stop <= sc.Start {
 		tj = t
 	}
-	// the share of the current iteration gone (math.Mod is slower)
-	if x := tj / l.Period; x-math.Floor(x) < l.ComputeShare {
-		return compute
-	}
-	return communicate
+	return l.At(tj)
 }
 
 // Power is the group's draw at every sample of the scenario, W, and the
@@ -105,11 +117,11 @@ func (g Group) Power(l Load, sc Scenario) (grid, racks []float64) {
 	var y, below float64
 	for i := range n {
 		p := sc.phaseAt(l, float64(i)*dt)
-		target := g.target(l, p)
+		target := g.Target(l, p)
 		if g.Smoothing == nil || i == 0 {
 			y = target
 		} else {
-			y, below = g.Smoothing.step(y, target, below, p != idle, g.limit(l), dt)
+			y, below = g.Smoothing.Step(y, target, below, p.Running(), g.Limit(l), dt)
 		}
 		racks[i] = scale * (g.Base + per*y)
 	}
@@ -119,26 +131,35 @@ func (g Group) Power(l Load, sc Scenario) (grid, racks []float64) {
 	return g.Storage.apply(racks, scale, sc.Rate), racks
 }
 
-func (g Group) limit(l Load) float64 {
+// Limit is a GPU's power limit in the group: the provisioned one, else
+// the load's compute draw.
+func (g Group) Limit(l Load) float64 {
 	if g.PowerLimit > 0 {
 		return g.PowerLimit
 	}
 	return l.Compute
 }
 
-func (g Group) target(l Load, p phase) float64 {
+// Target is what a GPU of the group is asked to draw in phase p, W:
+// the compute draw held to the power limit, the communication draw
+// raised to the filler, idle otherwise; before smoothing.
+func (g Group) Target(l Load, p Phase) float64 {
 	switch p {
-	case compute:
-		return math.Min(l.Compute, g.limit(l))
-	case communicate:
+	case PhaseCompute:
+		return math.Min(l.Compute, g.Limit(l))
+	case PhaseCommunicate:
 		return math.Max(l.Communication, g.Filler)
 	default:
 		return l.Idle
 	}
 }
 
-// step moves a GPU's draw y one sample toward target.
-func (s *Smoothing) step(y, target, below float64, running bool, limit, dt float64) (float64, float64) {
+// Step moves a GPU's draw y (W) dt seconds toward target: raised to
+// the floor of limit while a job runs, at most the ramp rates, falling
+// only once the target has stayed below y for the hysteresis (below
+// carries the time it has, from step to step; start it at 0). It
+// returns the new draw and below.
+func (s *Smoothing) Step(y, target, below float64, running bool, limit, dt float64) (float64, float64) {
 	if running {
 		target = math.Max(target, s.Floor*limit)
 	}
@@ -165,38 +186,73 @@ func (s *Smoothing) step(y, target, below float64, running bool, limit, dt float
 // apply runs the storage of `racks` racks (its ratings times racks)
 // against their summed draw and returns what the grid supplies.
 func (s *Storage) apply(draw []float64, racks, rate float64) []float64 {
-	n := len(draw)
-	out := make([]float64, n)
-	dt := 1 / rate
-	power, energy := s.Power*racks, s.Energy*racks
-	lo, hi := s.SoCMin*energy, s.SoCMax*energy
-	e := (lo + hi) / 2
-	win := max(1, int(math.Round(s.Horizon*rate)))
-	delay := int(math.Round(s.Response * rate))
-	prefix := make([]float64, n+1)
+	out := make([]float64, len(draw))
+	st := s.Stepper(racks, rate)
 	for i, v := range draw {
-		prefix[i+1] = prefix[i] + v
-	}
-	for i := range n {
-		out[i] = draw[i]
-		j := i - delay
-		if j < 0 {
-			continue
-		}
-		// what it saw `delay` samples ago: that draw above its average
-		from := max(0, j+1-win)
-		avg := (prefix[j+1] - prefix[from]) / float64(j+1-from)
-		want := math.Max(-power, math.Min(power, draw[j]-avg))
-		// discharge (want > 0) down to lo, charge up to hi
-		if want > 0 {
-			want = math.Min(want, (e-lo)/dt)
-		} else {
-			want = math.Max(want, -(hi-e)/dt)
-		}
-		e -= want * dt
-		out[i] = draw[i] - want
+		out[i] = v - st.Step(v)
 	}
 	return out
+}
+
+// StorageStepper is storage run online, one sample at a time at a fixed
+// rate: what the simulator steps with its physics and vet's batch model
+// runs over a whole series.
+type StorageStepper struct {
+	dt                       float64
+	power, energy, lo, hi, e float64
+	win, delay               int
+	n                        int       // samples seen
+	prefix                   []float64 // running sums: prefix[k%len] is the sum of the first k draws
+	draws                    []float64 // the last delay+1 draws, by sample % len
+}
+
+// Stepper starts the storage of `racks` racks (its ratings times racks)
+// half full, for draws sampled at rate per second.
+func (s *Storage) Stepper(racks, rate float64) *StorageStepper {
+	power, energy := s.Power*racks, s.Energy*racks
+	st := &StorageStepper{dt: 1 / rate, power: power, energy: energy, lo: s.SoCMin * energy, hi: s.SoCMax * energy}
+	st.e = (st.lo + st.hi) / 2
+	st.win = max(1, int(math.Round(s.Horizon*rate)))
+	st.delay = int(math.Round(s.Response * rate))
+	st.prefix = make([]float64, st.win+st.delay+1)
+	st.draws = make([]float64, st.delay+1)
+	return st
+}
+
+// Step takes the next sample's draw (W) and returns what the storage
+// supplies (W; negative: what it takes in): the draw it saw Response
+// ago above its average over Horizon up to then, within its power and
+// state of charge. The grid supplies draw − Step(draw).
+func (st *StorageStepper) Step(draw float64) float64 {
+	i := st.n
+	st.n++
+	np := len(st.prefix)
+	st.prefix[(i+1)%np] = st.prefix[i%np] + draw
+	st.draws[i%len(st.draws)] = draw
+	j := i - st.delay
+	if j < 0 {
+		return 0
+	}
+	// what it saw `delay` samples ago: that draw above its average
+	from := max(0, j+1-st.win)
+	avg := (st.prefix[(j+1)%np] - st.prefix[from%np]) / float64(j+1-from)
+	want := math.Max(-st.power, math.Min(st.power, st.draws[j%len(st.draws)]-avg))
+	// discharge (want > 0) down to lo, charge up to hi
+	if want > 0 {
+		want = math.Min(want, (st.e-st.lo)/st.dt)
+	} else {
+		want = math.Max(want, -(st.hi-st.e)/st.dt)
+	}
+	st.e -= want * st.dt
+	return want
+}
+
+// SoC is the storage's state of charge, 0..1 of its energy.
+func (st *StorageStepper) SoC() float64 {
+	if st.energy <= 0 {
+		return 0
+	}
+	return st.e / st.energy
 }
 
 // Sum adds series sample by sample, into the first.

@@ -82,3 +82,61 @@ func TestScenarioPhases(t *testing.T) {
 	assert.Equal(t, 600.0, at(42))
 	assert.Equal(t, 150.0, at(90))
 }
+
+// storageRef is storage as a batch over the whole series (the model
+// before it ran online): prefix sums of the draw, each sample's average
+// over the horizon as seen Response late.
+func storageRef(s *Storage, draw []float64, racks, rate float64) []float64 {
+	n := len(draw)
+	out := make([]float64, n)
+	dt := 1 / rate
+	power, energy := s.Power*racks, s.Energy*racks
+	lo, hi := s.SoCMin*energy, s.SoCMax*energy
+	e := (lo + hi) / 2
+	win := max(1, int(math.Round(s.Horizon*rate)))
+	delay := int(math.Round(s.Response * rate))
+	prefix := make([]float64, n+1)
+	for i, v := range draw {
+		prefix[i+1] = prefix[i] + v
+	}
+	for i := range n {
+		out[i] = draw[i]
+		j := i - delay
+		if j < 0 {
+			continue
+		}
+		from := max(0, j+1-win)
+		avg := (prefix[j+1] - prefix[from]) / float64(j+1-from)
+		want := math.Max(-power, math.Min(power, draw[j]-avg))
+		if want > 0 {
+			want = math.Min(want, (e-lo)/dt)
+		} else {
+			want = math.Max(want, -(hi-e)/dt)
+		}
+		e -= want * dt
+		out[i] = draw[i] - want
+	}
+	return out
+}
+
+// The online stepper the simulator runs gives the batch model's series
+// bit for bit, through its start, its delay and a state of charge that
+// runs out.
+func TestStorageStepperMatchesBatch(t *testing.T) {
+	g := Group{Racks: 3, GPUsPerRack: 72, Base: 40000}
+	_, racks := g.Power(load, Scenario{Rate: 50, Seconds: 90, Start: 5, Stop: 70, StallAt: 30})
+	for _, s := range []Storage{
+		{Power: 70000, Energy: 70000 * 60 / 0.6, SoCMin: 0.2, SoCMax: 0.8, Horizon: 10, Response: 0.1},
+		{Power: 20000, Energy: 20000, SoCMin: 0.1, SoCMax: 0.9, Horizon: 30}, // runs empty and full
+	} {
+		want := storageRef(&s, racks, 3, 50)
+		got := s.apply(racks, 3, 50)
+		assert.Equal(t, want, got)
+		st := s.Stepper(3, 50)
+		for _, v := range racks[:100] {
+			st.Step(v)
+		}
+		assert.Greater(t, st.SoC(), s.SoCMin-1e-9)
+		assert.Less(t, st.SoC(), s.SoCMax+1e-9)
+	}
+}
