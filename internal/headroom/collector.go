@@ -27,6 +27,7 @@ type Collector struct {
 	devices  map[string]*device
 	energy   map[[2]string]float64 // device, point → joules
 	pue      *PUE                  // measured PUE (pue.go), or nil
+	grid     *GridWatch            // the live grid figures (grid.go), or nil
 }
 
 type device struct {
@@ -73,6 +74,7 @@ func (c *Collector) Take(s probe.Sample) {
 		for _, ch := range c.byPoint[s.Device+"/"+r.Point] {
 			c.readings[ch] = Reading{Value: r.Value, At: at}
 			c.pue.Take(ch, Reading{Value: r.Value, At: at})
+			c.grid.Take(ch, Reading{Value: r.Value, At: at})
 		}
 		if k, ok := joulesPer[strings.TrimSpace(r.Unit)]; ok {
 			c.energy[[2]string{s.Device, r.Point}] = r.Value * k
@@ -156,7 +158,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for k, r := range c.readings {
 		readAt[k] = r.At
 	}
-	pue := c.pue
+	pue, grid := c.pue, c.grid
 	energies := make(map[[2]string]float64, len(c.energy))
 	for k, v := range c.energy {
 		energies[k] = v
@@ -246,6 +248,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	collectPUE(ch, pue, now)
+	collectGrid(ch, grid, now)
 }
 
 func seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

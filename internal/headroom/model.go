@@ -26,6 +26,9 @@ type Model struct {
 	Meters map[string]Meter
 	// PUE are the site's facility meters that measured PUE reads (pue.go).
 	PUE []PUEMeter
+	// Grids are the grid boundaries whose POI meter channel headroom
+	// reads for the live grid figures (grid.go).
+	Grids []*Grid
 }
 
 // Kind is what a channel measures at its element.
@@ -153,6 +156,7 @@ func FromContracts(c *contract.Contracts, domain func(id string) string) (*Model
 	}
 	supplyBands(c, m, loops)
 	m.PUE = pueMeters(c)
+	m.Grids = gridsOf(c)
 	return m, nil
 }
 

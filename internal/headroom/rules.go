@@ -132,7 +132,10 @@ func facility(t alarm.Type, domain string) map[string]string {
 //   - a loop's supply temperature outside its contracts' band
 //     (high_supply_temp above it) and flow below what its heat needs
 //     or below its contracts' minimum (low_flow);
-//   - a device silent, a channel stale: headroom unknown.
+//   - a device silent, a channel stale: headroom unknown;
+//   - at a grid boundary's point of interconnection: a ramp or swing
+//     breach, a line or band RMS above its limit, and the live band's
+//     coverage short of the clause's upper edge (grid.go).
 //
 // Alerts of a vocabulary type carry seam_alarm, domain and
 // receiver=facilityd: facilityd takes them as it takes a device's alarm
@@ -195,7 +198,11 @@ func Rules(m *Model, o RuleOptions) []Group {
 		{Alert: "SeamChannelStale", Expr: "seam_channel_stale == 1", For: silent, Labels: pager("warning"),
 			Summary: "channel {{ $labels.channel }} at {{ $labels.at }} has no fresh plausible reading: its headroom is not exported"},
 	}}
-	return []Group{power, cooling, stale}
+	groups := []Group{power, cooling, stale}
+	if gr := gridRules(m, o); len(gr) > 0 {
+		groups = append(groups, Group{Name: "seam-headroom-grid", Rules: gr})
+	}
+	return groups
 }
 
 func withLoop(l map[string]string, loop string) map[string]string {
