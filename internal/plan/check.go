@@ -17,7 +17,11 @@ import (
 // Accepted is the range of values the check passes, [lo, hi] with an
 // open side infinite: reference ± max_deviation for max_deviation,
 // [min, max] for the band kinds. ok is false for alarm_within, which
-// grades a time, not a value.
+// grades a time, not a value; for the grid kinds (grid_ramp,
+// grid_swing, grid_line, grid_band_rms), whose max bounds a measure of
+// the waveform (a change, a line's amplitude), not the channel's
+// values; and for restores_within, whose floor is a share of a
+// reference measured during the case.
 func (c Check) Accepted() (lo, hi float64, ok bool) {
 	lo, hi = math.Inf(-1), math.Inf(1)
 	switch c.Kind {
@@ -76,8 +80,13 @@ func (c Check) TimeZero(t Timing) (time.Time, error) {
 //   - with steps: the span of each of those steps (recovery_time takes
 //     its load edges from them);
 //   - with from: from time zero (the end of step from) for for_s, or to
-//     the case's end; settles_within only from time zero + within_s;
-//     alarm_within from time zero to its limit, time zero + within_s.
+//     the case's end; settles_within and restores_within only from time
+//     zero + within_s; alarm_within from time zero to its limit, time
+//     zero + within_s.
+//
+// The grid kinds grade the spans of their steps; restores_within's
+// reference span (reference_s before step from started) is not a
+// window: nothing is held to a limit there.
 //
 // A step that did not run is an error.
 func (c Check) Windows(t Timing) ([]Window, error) {
@@ -89,7 +98,7 @@ func (c Check) Windows(t Timing) ([]Window, error) {
 		switch c.Kind {
 		case AlarmWithin:
 			return []Window{{t0, t0.Add(Seconds(c.WithinS))}}, nil
-		case SettlesWithin:
+		case SettlesWithin, RestoresWithin:
 			return []Window{{t0.Add(Seconds(c.WithinS)), t0.Add(Seconds(c.ForS))}}, nil
 		}
 		end := t.CaseEnd()
@@ -139,11 +148,36 @@ func (c Check) Describe() string {
 		}
 	case SettlesWithin:
 		return fmt.Sprintf("%s from %s to %s after %s", BandText(c.Min, c.Max, c.Unit), DurationText(c.WithinS), DurationText(c.ForS), c.From)
+	case GridRamp:
+		verb := "rise"
+		if c.Direction == Down {
+			verb = "fall"
+		}
+		what = fmt.Sprintf("%s %s within any %s", verb, atMost(c.Max, c.Unit), DurationText(c.WindowS))
+	case GridSwing:
+		what = fmt.Sprintf("swing %s within any %s", atMost(c.Max, c.Unit), DurationText(c.WindowS))
+	case GridLine:
+		what = fmt.Sprintf("largest line in %s %s in each %s record", hzBand(c), atMost(c.Max, c.Unit), DurationText(c.WindowS))
+	case GridBandRMS:
+		what = fmt.Sprintf("RMS in %s %s in each %s record (%s segments)", hzBand(c), atMost(c.Max, c.Unit), DurationText(c.WindowS), DurationText(c.SegmentS))
+	case RestoresWithin:
+		return fmt.Sprintf("at least %s %% of the mean over the %s before %s, from %s to %s after %s",
+			bare(c.SharePct), DurationText(c.ReferenceS), c.From, DurationText(c.WithinS), DurationText(c.ForS), c.From)
 	default:
 		return c.Kind
 	}
 	return what + " " + c.windowText()
 }
+
+// atMost reads a grid check's limit: "at most 1 MW".
+func atMost(max *float64, unit string) string {
+	if max == nil {
+		return "without its limit"
+	}
+	return "at most " + number(*max, unit)
+}
+
+func hzBand(c Check) string { return bare(c.BandLowHz) + "–" + number(c.BandHighHz, "Hz") }
 
 func (c Check) windowText() string {
 	if len(c.Steps) > 0 {

@@ -50,6 +50,19 @@ func TestCheckMeaning(t *testing.T) {
 			373.5, math.Inf(1), true, []plan.Window{{at(10), at(40)}}, "never below 373.5 V after a"},
 		{"alarm", plan.Check{Kind: plan.AlarmWithin, WithinS: 5, From: "a"},
 			math.Inf(-1), math.Inf(1), false, []plan.Window{{at(10), at(15)}}, "raised within 5 s after a"},
+		// the grid kinds bound a measure of the waveform, not the values:
+		// no accepted band (an interlock or a plot band at 1000 kW on a
+		// site of 10 MW would be wrong)
+		{"grid ramp", plan.Check{Kind: plan.GridRamp, Unit: "kW", Max: f(1000), WindowS: 1, Direction: plan.Down, Steps: []string{"b"}},
+			math.Inf(-1), math.Inf(1), false, []plan.Window{{at(10), at(30)}}, "fall at most 1000 kW within any 1 s during b"},
+		{"grid swing", plan.Check{Kind: plan.GridSwing, Unit: "kW", Max: f(1300), WindowS: 60, Steps: []string{"a", "b"}},
+			math.Inf(-1), math.Inf(1), false, []plan.Window{{at(0), at(10)}, {at(10), at(30)}}, "swing at most 1300 kW within any 1 min during a, b"},
+		{"grid line", plan.Check{Kind: plan.GridLine, Unit: "kW", Max: f(65), BandLowHz: 0.1, BandHighHz: 20, WindowS: 60, Steps: []string{"b"}},
+			math.Inf(-1), math.Inf(1), false, []plan.Window{{at(10), at(30)}}, "largest line in 0.1–20 Hz at most 65 kW in each 1 min record during b"},
+		{"grid band rms", plan.Check{Kind: plan.GridBandRMS, Unit: "kW", Max: f(65), BandLowHz: 0.1, BandHighHz: 20, WindowS: 60, SegmentS: 20, Steps: []string{"b"}},
+			math.Inf(-1), math.Inf(1), false, []plan.Window{{at(10), at(30)}}, "RMS in 0.1–20 Hz at most 65 kW in each 1 min record (20 s segments) during b"},
+		{"restores within", plan.Check{Kind: plan.RestoresWithin, SharePct: 90, ReferenceS: 5, WithinS: 1, ForS: 20, From: "a"},
+			math.Inf(-1), math.Inf(1), false, []plan.Window{{at(11), at(30)}}, "at least 90 % of the mean over the 5 s before a, from 1 s to 20 s after a"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lo, hi, ok := tt.c.Accepted()
