@@ -21,7 +21,7 @@ func TestShippedProfiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, diags)
 	assert.Equal(t, []string{"apc-rpdu2", "generic-cdu-float32", "generic-cdu-int16", "generic-loadbank",
-		"ietf-ups", "raritan-px", "servertech-sentry4"}, set.Names())
+		"generic-poi-meter", "ietf-ups", "raritan-px", "servertech-sentry4"}, set.Names())
 	for _, p := range set.Profiles {
 		assert.Positive(t, p.UpdatePeriod, p.Name)
 		assert.Equal(t, 3*p.UpdatePeriod, p.StaleAfter, p.Name)

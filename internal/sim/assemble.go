@@ -329,6 +329,9 @@ func (s *Sim) bindChannel(name string) (*binding.Channel, error) {
 	}
 	switch len(hits) {
 	case 0:
+		if s.gridChannel(name) {
+			return s.bindPOI(name)
+		}
 		return nil, fmt.Errorf("%s: channel %s: no pattern of sim.channels matches it", s.cfg.Sim.Dir, name)
 	case 1:
 	default:
@@ -345,6 +348,31 @@ func (s *Sim) bindChannel(name string) (*binding.Channel, error) {
 			hint(profile.Suggest(pt, d.Profile().PointNames())))
 	}
 	return &binding.Channel{Name: name, DeviceName: dev, PointName: pt}, nil
+}
+
+// gridChannel says whether name is a grid boundary's channel (its
+// grid.channel: the site's power at the point of interconnection).
+func (s *Sim) gridChannel(name string) bool {
+	for _, b := range s.cfg.Contracts.GridBoundaries() {
+		if b.Grid != nil && b.Grid.Channel.To == name {
+			return true
+		}
+	}
+	return false
+}
+
+// bindPOI binds a grid boundary's channel to the power point of the
+// device that serves the POI meter, when no pattern of sim.channels
+// says otherwise.
+func (s *Sim) bindPOI(name string) (*binding.Channel, error) {
+	for _, d := range s.devices {
+		if d.Element() == POIElement && d.Profile().Point("power") != nil {
+			return &binding.Channel{Name: name, DeviceName: d.Name(), PointName: "power"}, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: channel %s is the grid boundary's power at the point of interconnection: give element %q a device "+
+		"(sim.devices: {element: \"meter\", name: \"meter-{0}\", profile: \"generic-poi-meter\"}) or match the channel in sim.channels",
+		s.cfg.Sim.Dir, name, POIElement)
 }
 
 // bindLoadBanks finds the device of every load bank.

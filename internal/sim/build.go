@@ -50,6 +50,9 @@ func (s *Site) build(c *contract.Contracts) error {
 			}
 		}
 	}
+	if err := s.buildGrid(c); err != nil {
+		return err
+	}
 	lbp := s.cfg.LoadBank()
 	for _, l := range c.Site.LoadBanks {
 		im := its[l.Module.To]

@@ -32,6 +32,8 @@ import (
 //	POST   /v1/fleet/defects             {"kind", "target", ...} (fleet.Defect)
 //	DELETE /v1/fleet/defects?kind=K&target=T
 //	GET    /v1/fleet/bmcs                the BMCs served: name, what they manage, address
+//	POST   /v1/grid/dip                  {"target", "voltage_pu", "seconds"}: the grid dips at the POI
+//	GET    /v1/grid                      the grid's voltage and the POI meter's power
 //
 // Errors are {"error": "..."} with status 400 (a bad request), 404 (no
 // such thing) or 409 (a conflict, such as clearing a fault not in force).
@@ -152,6 +154,8 @@ func (s *Sim) Handler() http.Handler {
 		reply(w, http.StatusOK, map[string]any{"element": r.PathValue("element"), "signals": sig})
 	})
 	mux.HandleFunc("POST /v1/advance", s.postAdvance)
+	mux.HandleFunc("POST /v1/grid/dip", s.postGridDip)
+	mux.HandleFunc("GET /v1/grid", func(w http.ResponseWriter, r *http.Request) { reply(w, http.StatusOK, s.Site.GridStatus()) })
 	s.fleetRoutes(mux)
 	mux.HandleFunc("POST /v1/loadbanks/{id}", func(w http.ResponseWriter, r *http.Request) {
 		var c LoadBankControl
@@ -166,6 +170,31 @@ func (s *Sim) Handler() http.Handler {
 		reply(w, http.StatusOK, map[string]string{"loadbank": r.PathValue("id")})
 	})
 	return mux
+}
+
+// GridDipRequest is the body of POST /v1/grid/dip: the utility module
+// whose grid dips, to what voltage, for how long.
+type GridDipRequest struct {
+	Target    string  `json:"target"`
+	VoltagePU float64 `json:"voltage_pu"`
+	Seconds   float64 `json:"seconds"`
+}
+
+func (s *Sim) postGridDip(w http.ResponseWriter, r *http.Request) {
+	var d GridDipRequest
+	if err := decode(r, &d); err != nil {
+		fail(w, http.StatusBadRequest, err)
+		return
+	}
+	if err := s.Site.GridDip(d.Target, d.VoltagePU, d.Seconds); err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, errNotFound) {
+			code = http.StatusNotFound
+		}
+		fail(w, code, err)
+		return
+	}
+	reply(w, http.StatusAccepted, d)
 }
 
 func (s *Sim) postFault(w http.ResponseWriter, r *http.Request) {
@@ -327,6 +356,18 @@ func (c *Client) Signals(ctx context.Context, element string) (map[string]float6
 // LoadBank works a load bank's panel.
 func (c *Client) LoadBank(ctx context.Context, id string, lc LoadBankControl) error {
 	return c.do(ctx, http.MethodPost, "/v1/loadbanks/"+url.PathEscape(id), lc, nil)
+}
+
+// GridDip dips the grid's voltage at the POI of utility module target
+// to pu for seconds of site time.
+func (c *Client) GridDip(ctx context.Context, target string, pu, seconds float64) error {
+	return c.do(ctx, http.MethodPost, "/v1/grid/dip", GridDipRequest{Target: target, VoltagePU: pu, Seconds: seconds}, nil)
+}
+
+// Grid reads the grid's state at the POI.
+func (c *Client) Grid(ctx context.Context) (GridStatus, error) {
+	var out GridStatus
+	return out, c.do(ctx, http.MethodGet, "/v1/grid", nil, &out)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {

@@ -142,7 +142,10 @@ func (e feedElem) Fill(m map[string]float64) {
 	case !f.Live():
 		source = 2 // none
 	}
-	inV, inHz := f.Voltage.Nominal, e.b.phys.Frequency.Nominal
+	inV, inHz := f.Voltage.Nominal*math.Max(0, 1-f.Sag), e.b.phys.Frequency.Nominal
+	if f.InputHz > 0 {
+		inHz = f.InputHz
+	}
 	if f.SourceLost {
 		inV, inHz = 0, 0
 	}

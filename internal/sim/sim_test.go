@@ -62,6 +62,21 @@ func (d diagErr) Error() string {
 
 func errorsOf(d diag.List) error { return diagErr(d) }
 
+// exampleDevices is how many devices the example's sim config serves:
+// 123 for the three cells, and the POI meter.
+const exampleDevices = 123 + 1
+
+// exampleChannels is how many channels the example's contracts have:
+// 48 of the three cells, and the grid boundary's (the POI meter's
+// power) once the example declares it.
+func exampleChannels() int {
+	n := 48
+	for _, b := range exC.GridBoundaries() {
+		n += len(b.Channels)
+	}
+	return n
+}
+
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // example builds the example site with its devices (not served).
@@ -83,9 +98,9 @@ func TestExampleSiteDevices(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"generic-loadbank": 3, "generic-floor-pdu": 3, "ietf-ups": 6, "apc-rpdu2": 32,
 		"raritan-px": 32, "servertech-sentry4": 32, "generic-loop-controller": 3, "generic-cdu-int16": 6,
-		"generic-cdu-float32": 3, "generic-controls-link": 3}, kinds)
-	assert.Equal(t, 123, len(s.Devices()))
-	assert.Equal(t, 48, len(s.channels), "every channel of the three cells")
+		"generic-cdu-float32": 3, "generic-controls-link": 3, "generic-poi-meter": 1}, kinds)
+	assert.Equal(t, exampleDevices, len(s.Devices()))
+	assert.Equal(t, exampleChannels(), len(s.channels), "every channel of the three cells, and the grid's")
 	assert.Len(t, s.banks, 3)
 	_ = os.Getenv
 }

@@ -55,6 +55,7 @@ type Site struct {
 	devFault   DeviceFaulter
 	observe    func(now time.Time)
 	captures   *captureRecorder // the simulated analyser (capture.go); nil: none
+	grid       grid             // the grid at the POI and its meter (grid.go)
 
 	// the nodes after handover (nil: the inventory has none); their
 	// rack PDUs and modules in the physics, by the fleet's index
@@ -188,6 +189,7 @@ func (s *Site) step() {
 	s.steps++
 	s.simNanos.Store(int64(s.t * float64(time.Second)))
 	s.runEvents()
+	s.stepGrid()
 	for _, l := range s.links {
 		l.step(s.t)
 	}
@@ -205,6 +207,7 @@ func (s *Site) step() {
 	for _, b := range s.blocks {
 		b.step(dt, s.t)
 	}
+	s.meterPOI(dt)
 	if s.captures != nil {
 		s.captures.step(s.t)
 	}

@@ -199,7 +199,7 @@ func TestControlInterface(t *testing.T) {
 
 	st, err := c.Status(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 123, st.Devices)
+	assert.Equal(t, exampleDevices, st.Devices)
 	assert.Equal(t, 100.0, st.StepHz)
 	require.NotNil(t, st.Defect)
 	assert.Equal(t, `boundaries."l1-ma".failure."pump-trip"`, st.Defect.Violates)
@@ -287,8 +287,8 @@ func TestBindingLoadsBack(t *testing.T) {
 		}
 	}
 	require.NotNil(t, back)
-	assert.Len(t, back.Devices, 123)
-	assert.Len(t, back.Channels, 48)
+	assert.Len(t, back.Devices, exampleDevices)
+	assert.Len(t, back.Channels, exampleChannels())
 	dev := back.Device("pdu-mb-r01-a")
 	require.NotNil(t, dev)
 	assert.Equal(t, binding.SNMPv3, dev.Protocol)

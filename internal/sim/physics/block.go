@@ -12,6 +12,12 @@ type Feed struct {
 
 	SourceLost bool // the UPS input (utility or generator) is gone
 	OutputLost bool // the feed is lost downstream of the UPS
+	// Sag is how far the input's voltage is below nominal, per unit (0:
+	// at nominal; 0.5: a dip to 0.5 pu), and InputHz its frequency (0:
+	// not known). A UPS rides a sag as its settings say (UPS.Transfer);
+	// a feed without a UPS passes it on to the racks.
+	Sag     float64
+	InputHz float64
 
 	live      bool
 	onBattery bool
@@ -36,7 +42,25 @@ func (f *Feed) Volts() float64 {
 	if !f.live {
 		return 0
 	}
+	if f.UPS == nil {
+		return f.Voltage.Value() * math.Max(0, 1-f.Sag)
+	}
 	return f.Voltage.Value()
+}
+
+// GridKW is the power the feed drew from its input in the last step:
+// its UPS's input (the load it passed on, and its recharge), or the load
+// of a feed without a UPS.
+func (f *Feed) GridKW() float64 {
+	if f.UPS != nil {
+		return f.UPS.InputKW()
+	}
+	return f.loadKW
+}
+
+// input is the feed's input as its UPS sees it.
+func (f *Feed) input() Input {
+	return Input{Lost: f.SourceLost, PU: 1 - f.Sag, Hz: f.InputHz}
 }
 
 // available says whether the feed can carry load in the coming step.
@@ -44,10 +68,13 @@ func (f *Feed) available() bool {
 	if f.OutputLost || f.Breaker.IsOpen() {
 		return false
 	}
-	if !f.SourceLost {
+	if f.UPS == nil {
+		return !f.SourceLost
+	}
+	if !f.SourceLost && !f.UPS.Transferred() && f.Sag <= 0 {
 		return true
 	}
-	return f.UPS != nil && f.UPS.Charge() > 0
+	return f.UPS.Charge() > 0
 }
 
 // Block is a power block with feeds that share the load of dual-corded
@@ -100,11 +127,11 @@ func (b *Block) stepFeed(f *Feed, dt, share float64, avail bool) {
 	}
 	up := avail
 	if avail && f.UPS != nil {
-		up = f.UPS.Step(dt, share, !f.SourceLost)
+		up = f.UPS.StepInput(dt, share, f.input())
 	} else if f.UPS != nil {
-		f.UPS.Step(dt, 0, !f.SourceLost)
+		f.UPS.StepInput(dt, 0, f.input())
 	}
-	f.onBattery = up && f.SourceLost
+	f.onBattery = up && f.UPS != nil && (f.SourceLost || f.UPS.Transferred())
 	if !up {
 		share = 0
 	}

@@ -64,7 +64,7 @@ type setting struct {
 type Device struct {
 	Rule    string // the rule's name
 	Name    string // the device name template: {0}, {1}, {2} are the element id's segments
-	Element string // loadbank, block, feed, pdu, loop, cdu, link
+	Element string // loadbank, block, feed, pdu, loop, cdu, link, meter
 	Modules []string
 	Match   []string
 	Profile string
