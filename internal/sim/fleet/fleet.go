@@ -7,7 +7,9 @@
 // carry) and, as heat, into its cooling loop; per-node defects (a slow
 // scale-up link, a hot GPU, ECC errors, a failed diagnostic, a missing
 // PSU, a swapped part, a tray in the wrong slot, firmware drift, a tray
-// missing or one too many); and, for the simulated BMCs, each tray as it
+// missing or one too many); the grid job (the contract's grid load
+// driven in phase across the site, through each rack's NVML smoothing
+// and storage); and, for the simulated BMCs, each tray as it
 // physically is, as a small inventory graph. The fleet has no lock: the
 // simulator calls it under its site's lock, and steps it with the
 // physics.
@@ -19,6 +21,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/seamdc/seam/internal/gridload"
 	"github.com/seamdc/seam/internal/inventory"
 )
 
@@ -75,6 +78,9 @@ type Options struct {
 	Waves map[string]Wave
 	// DCGM is the DCGM version the nodes' dcgmi reports ("" DefaultDCGM).
 	DCGM string
+	// Grid is the contract's grid load and the racks' answers (nil:
+	// none; Train then drives the modules' square waves' levels).
+	Grid *Grid
 }
 
 // Fleet is the site's nodes, trays and racks.
@@ -95,13 +101,16 @@ type Fleet struct {
 	defects []Defect
 	on      int // nodes not off
 	changed bool
+	job     *job // the grid job, once Train has started one
 }
 
 // Module is an IT module's racks and what they draw.
 type Module struct {
-	Key   string
-	racks []*Rack
-	wave  Wave
+	Key    string
+	racks  []*Rack
+	wave   Wave
+	load   gridload.Load // the grid job's, per GPU
+	offset float64       // s: the grid job's lag (jitter)
 	// SupplyC is the coolant supply temperature of the module's loop,
 	// which the simulator sets each step.
 	SupplyC float64
@@ -120,8 +129,14 @@ type Rack struct {
 	pdus   []*PDU
 	trays  []*Tray // physically here, by slot
 	dark   bool
-	// DCW is what the rack's trays draw from its busbar (W).
-	DCW float64
+	answer gridload.Group // its grid answers (zero: none)
+	// its storage, online since the first grid job
+	storage     *gridload.StorageStepper
+	storageRate float64
+	// LoadW is what the rack's trays draw (W); StorageW what its
+	// storage supplies of it (negative: takes in); DCW what its PSUs
+	// deliver onto its busbar, the difference. GPUW is its GPUs' draw.
+	LoadW, StorageW, DCW, GPUW float64
 }
 
 // PDU is a rack PDU. The simulator sets Live and Volts each step; the
@@ -185,6 +200,9 @@ func New(g *inventory.Graph, opt Options) *Fleet {
 		if w, ok := opt.Waves[m.Key]; ok {
 			m.wave = w
 		}
+		if opt.Grid != nil {
+			m.offset = jitterOf(m.Key, opt.Grid.Jitter)
+		}
 		for _, rid := range g.Children(mid) {
 			if g.El(rid).Kind == inventory.KindRack {
 				f.addRack(m, rid)
@@ -205,6 +223,9 @@ func New(g *inventory.Graph, opt Options) *Fleet {
 func (f *Fleet) addRack(m *Module, rid inventory.ID) {
 	g := f.g
 	r := &Rack{Key: g.El(rid).Key, module: m, id: rid, liquid: 1}
+	if f.opt.Grid != nil {
+		r.answer = f.opt.Grid.Answers[r.Key]
+	}
 	if site := g.Site; site != nil {
 		if mod := site.Module(m.Key); mod != nil {
 			if cr := mod.Rack(strings.TrimPrefix(r.Key, m.Key+"/")); cr != nil {

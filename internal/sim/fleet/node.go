@@ -20,6 +20,7 @@ type Node struct {
 	demandW    float64 // what its workload asks for (W)
 	util       float64 // 0..1
 	capped     bool
+	onJob      bool // on the grid job (training, or idle after it)
 	// defects
 	link     float64 // scale-up bandwidth share
 	failures []failedTest
@@ -49,6 +50,10 @@ type gpu struct {
 	remapped   int
 	remapWait  bool
 	warmedOnce bool
+	request    float64 // W: what its workload asks of it, before heat and the cap
+	// the grid job's NVML smoothing: the smoothed draw (W), and how long
+	// the target has stayed below it (s)
+	smoothY, below float64
 }
 
 // State is the node's workload.
@@ -97,7 +102,7 @@ func (f *Fleet) set(n *Node, s State, now float64) {
 			f.on++
 		}
 	}
-	n.state, n.t0 = s, now
+	n.state, n.t0, n.onJob = s, now, false
 	f.changed = true
 }
 
@@ -159,22 +164,38 @@ func (w Wave) at(t float64) float64 {
 	return w.Low + ramp(phase)
 }
 
-// step moves the node by dt: its draw from its workload, the cap, its
-// rack's power; its GPUs' power, temperature and clocks.
-func (n *Node) step(dt float64, w Wave, now, coolantC float64, dark bool) {
+// step moves the node by dt: its draw from its workload (the grid job's
+// through its rack's smoothing, or its state's), the cap, its rack's
+// power; its GPUs' power, temperature and clocks.
+func (n *Node) step(dt float64, m *Module, r *Rack, j *job, now, coolantC float64, dark bool) {
 	design := n.Tray.DesignW
-	p := n.demand(w, now)
-	if dark || n.Tray.Removed {
-		p = 0
+	off := dark || n.Tray.Removed
+	job := n.onJob && j != nil && !off && (n.state == Training || n.state == Idle)
+	var gpuW, other float64
+	if job {
+		n.stepJob(dt, now, m, r, j)
+		other = design * OtherShare
+	} else {
+		p := n.demand(m.wave, now)
+		if off {
+			p = 0
+		}
+		n.demandW = p * design
+		n.util = 0
+		if p > 0 {
+			n.util = math.Max(0, (p-IdleShare)/(1-IdleShare))
+		}
+		gpuW = n.demandW * (1 - OtherShare) / float64(max(len(n.gpus), 1))
+		other = n.demandW * OtherShare
 	}
-	n.demandW = p * design
-	n.util = 0
-	if p > 0 {
-		n.util = math.Max(0, (p-IdleShare)/(1-IdleShare))
-	}
-	gpuW := n.demandW * (1 - OtherShare) / float64(max(len(n.gpus), 1))
-	total := n.demandW * OtherShare
+	total := other
 	for _, g := range n.gpus {
+		if job {
+			gpuW = g.smoothY
+		} else {
+			g.smoothY, g.below = gpuW, 0
+		}
+		g.request = gpuW
 		g.throttle = 0
 		g.powerW = gpuW
 		g.clock = 1
@@ -193,8 +214,8 @@ func (n *Node) step(dt float64, w Wave, now, coolantC float64, dark bool) {
 	}
 	n.capped = false
 	if !n.capOff && total > n.capW && total > 0 {
-		scale := (n.capW - n.demandW*OtherShare) / (total - n.demandW*OtherShare)
-		total = n.demandW*OtherShare + (total-n.demandW*OtherShare)*scale
+		scale := (n.capW - other) / (total - other)
+		total = other + (total-other)*scale
 		for _, g := range n.gpus {
 			g.powerW *= scale
 			g.throttle |= 0x4
@@ -203,12 +224,15 @@ func (n *Node) step(dt float64, w Wave, now, coolantC float64, dark bool) {
 	}
 	n.drawW = total
 	for _, g := range n.gpus {
-		if gpuW > 0 {
-			g.clock = math.Pow(g.powerW/gpuW, 1.0/3)
+		if g.request > 0 && g.powerW < g.request {
+			g.clock = math.Pow(g.powerW/g.request, 1.0/3)
 		}
 		g.limitW = 1400
 		if !n.capOff && n.capW < design {
 			g.limitW = math.Round((n.capW - design*OtherShare) / float64(max(len(n.gpus), 1)))
+		}
+		if job && r.answer.PowerLimit > 0 {
+			g.limitW = math.Min(g.limitW, r.answer.PowerLimit)
 		}
 		target := coolantC + ThermalR*g.powerW + g.hotK*b2f(g.powerW > 0)
 		if !g.warmedOnce {

@@ -1,6 +1,10 @@
 package fleet
 
-import "github.com/seamdc/seam/internal/inventory"
+import (
+	"math"
+
+	"github.com/seamdc/seam/internal/inventory"
+)
 
 // Step moves the fleet by dt seconds to sim time now: each node's draw
 // and GPUs, each rack's draw onto its busbar, shared by its live PSUs,
@@ -53,16 +57,26 @@ func (f *Fleet) stepRack(r *Rack, m *Module, dt, now float64) {
 		}
 	}
 	r.dark = live == 0
-	dc, liquid, util, nodesOn := 0.0, 0.0, 0.0, 0
+	dc, liquid, util, nodesOn, gpuW := 0.0, 0.0, 0.0, 0, 0.0
 	for _, t := range r.trays {
 		if n := t.Node; n != nil {
-			n.step(dt, m.wave, now, m.SupplyC, r.dark)
+			n.step(dt, m, r, f.job, now, m.SupplyC, r.dark)
 			dc += n.drawW
+			for _, g := range n.gpus {
+				gpuW += g.powerW
+			}
 			if t.Liquid {
 				liquid += n.drawW
 			}
 			if n.drawW > 0 {
-				util += n.util
+				u := n.util
+				if n.onJob {
+					// the grid job's fabric stays busy between
+					// iterations and after it: a rack's draw besides
+					// its GPUs is constant, as vet models it
+					u = 1
+				}
+				util += u
 				nodesOn++
 			}
 		}
@@ -78,6 +92,11 @@ func (f *Fleet) stepRack(r *Rack, m *Module, dt, now float64) {
 				}
 			}
 		}
+	}
+	r.LoadW, r.GPUW = dc, gpuW
+	if f.job != nil {
+		r.stepStorage(dt)
+		dc = math.Max(0, dc-r.StorageW)
 	}
 	r.DCW = dc
 	m.LiquidW += liquid * r.liquid
