@@ -179,6 +179,10 @@ func New(c plan.Check, tl Timeline, opt Options) *Grader {
 		g.impl, err = newRecovery(g)
 	case plan.AlarmWithin:
 		g.impl, err = newAlarm(g)
+	case plan.GridRamp, plan.GridSwing, plan.GridLine, plan.GridBandRMS:
+		g.impl, err = newGrid(g)
+	case plan.RestoresWithin:
+		g.impl, err = newRestore(g)
 	default:
 		err = fmt.Errorf("unknown check kind %q", c.Kind)
 	}
