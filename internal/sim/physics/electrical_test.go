@@ -211,3 +211,60 @@ func TestDelay(t *testing.T) {
 	d = Delay{On: 0, Disabled: true}
 	assert.False(t, d.Step(dt, true))
 }
+
+// TestUPSTransferSettings follows a UPS through a dip of its input: it
+// rides the dip from its battery for the share the dip takes away, and
+// with transfer settings takes the load off its input once they are met,
+// until the input has been back for BackAfter.
+func TestUPSTransferSettings(t *testing.T) {
+	example := &Transfer{PU: 0.7, After: 3, BackAfter: 1, HzMin: 47, HzMax: 52}
+	for _, tc := range []struct {
+		name     string
+		transfer *Transfer
+		in       Input
+		dip      float64 // s
+		// the step transferred (-1: never) and back (from the end of the dip)
+		transferAt, backAfter int
+	}{
+		{"no settings ride a deep dip", nil, Input{PU: 0.2, Hz: 50}, 10, -1, 0},
+		{"0.5 pu for 300 ms is inside the curve", example, Input{PU: 0.5, Hz: 50}, 0.3, -1, 0},
+		{"0.5 pu for 4 s transfers after 3 s", example, Input{PU: 0.5, Hz: 50}, 4, 301, 100},
+		{"0.75 pu stays on the grid", example, Input{PU: 0.75, Hz: 50}, 10, -1, 0},
+		{"53 Hz transfers", example, Input{PU: 1, Hz: 53}, 4, 301, 100},
+		{"a lost input transfers", example, Input{Lost: true}, 4, 301, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := UPS{Rating: 2500, RideThrough: 300, Recharge: 0.1, Transfer: tc.transfer}
+			require.True(t, u.StepInput(dt, 1000, Input{PU: 1, Hz: 50}))
+			assert.Equal(t, 1000.0, u.InputKW())
+			steps := int(tc.dip/dt + 0.5)
+			at := -1
+			for i := 1; i <= steps; i++ {
+				require.True(t, u.StepInput(dt, 1000, tc.in), "the output is never interrupted")
+				if u.Transferred() && at < 0 {
+					at = i
+				}
+				switch {
+				case u.Transferred() || tc.in.Lost:
+					require.Zero(t, u.InputKW(), "step %d: nothing from the input", i)
+				default:
+					require.InDelta(t, 1000*tc.in.PU, u.InputKW(), 1e-9, "step %d: the rectifier draws the dip's share", i)
+				}
+			}
+			assert.Equal(t, tc.transferAt, at)
+			assert.Less(t, u.Charge(), 1.0, "the battery carried a share")
+			back := 0
+			for u.Transferred() {
+				require.True(t, u.StepInput(dt, 1000, Input{PU: 1, Hz: 50}))
+				back++
+				if u.Transferred() {
+					require.Zero(t, u.InputKW())
+				}
+				require.Less(t, back, 1000)
+			}
+			assert.Equal(t, tc.backAfter, back, "steps until the UPS gives the load back to its input")
+			u.StepInput(dt, 1000, Input{PU: 1, Hz: 50})
+			assert.InDelta(t, 1000+250, u.InputKW(), 1e-9, "back on the input, recharging at 10 % of the rating")
+		})
+	}
+}
