@@ -217,6 +217,7 @@ func (s *Sim) fleetRoutes(mux *http.ServeMux) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	s.trainRoutes(mux)
 	mux.HandleFunc("GET /v1/fleet/bmcs", func(w http.ResponseWriter, r *http.Request) {
 		b := s.BMCs()
 		if b == nil {
@@ -265,6 +266,59 @@ func (c *Client) ClearDefect(ctx context.Context, kind, target string) error {
 func (c *Client) BMCs(ctx context.Context) ([]BMCEndpoint, error) {
 	var out []BMCEndpoint
 	return out, c.do(ctx, http.MethodGet, "/v1/fleet/bmcs", nil, &out)
+}
+
+// TrainReply is what POST /v1/fleet/train and /v1/fleet/stop answer.
+type TrainReply struct {
+	Pattern  fleet.Pattern `json:"pattern"`
+	Training int           `json:"training"` // nodes training now
+}
+
+func (s *Sim) trainReply() TrainReply {
+	var out TrainReply
+	_ = s.Site.WithFleet(func(f *fleet.Fleet) error {
+		out.Pattern, _ = f.Job()
+		for _, n := range f.Nodes() {
+			if n.State() == fleet.Training {
+				out.Training++
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+func (s *Sim) trainRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/fleet/train", func(w http.ResponseWriter, r *http.Request) {
+		var p fleet.Pattern
+		if err := decode(r, &p); err != nil {
+			fail(w, http.StatusBadRequest, err)
+			return
+		}
+		if err := s.Site.Train(p); err != nil {
+			failFleet(w, err)
+			return
+		}
+		reply(w, http.StatusOK, s.trainReply())
+	})
+	mux.HandleFunc("POST /v1/fleet/stop", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Site.StopTraining(); err != nil {
+			failFleet(w, err)
+			return
+		}
+		reply(w, http.StatusOK, s.trainReply())
+	})
+}
+
+// Train starts the grid job on every node that is on (POST
+// /v1/fleet/train).
+func (c *Client) Train(ctx context.Context, p fleet.Pattern) error {
+	return c.do(ctx, http.MethodPost, "/v1/fleet/train", p, nil)
+}
+
+// StopTraining sets every training node idle (POST /v1/fleet/stop).
+func (c *Client) StopTraining(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/v1/fleet/stop", struct{}{}, nil)
 }
 
 func namesQuery(names []string) string {

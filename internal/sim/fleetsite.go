@@ -21,7 +21,7 @@ func (s *Site) buildFleet(c *contract.Contracts, g *inventory.Graph) {
 	if len(g.OfKind(inventory.KindCompute)) == 0 {
 		return
 	}
-	s.fleet = fleet.New(g, fleet.Options{Waves: trainingWaves(c)})
+	s.fleet = fleet.New(g, fleet.Options{Waves: trainingWaves(c), Grid: fleetGrid(c)})
 	for _, fp := range s.fleet.PDUs() {
 		var match *rackPDU
 		for _, p := range s.pdus {

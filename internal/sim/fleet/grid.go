@@ -185,8 +185,7 @@ func (n *Node) stepJob(dt, now float64, m *Module, r *Rack, j *job) {
 		n.util = 1
 	}
 	target := a.Target(*l, ph)
-	other := n.Tray.DesignW * OtherShare
-	n.demandW = other + target*float64(len(n.gpus))
+	n.demandW = n.jobOtherW() + target*float64(len(n.gpus))
 	for _, g := range n.gpus {
 		if a.Smoothing != nil {
 			g.smoothY, g.below = a.Smoothing.Step(g.smoothY, target, g.below, ph.Running(), a.Limit(*l), dt)
@@ -195,6 +194,11 @@ func (n *Node) stepJob(dt, now float64, m *Module, r *Rack, j *job) {
 		}
 	}
 }
+
+// jobOtherW is what a grid job's node draws besides its GPUs: what it
+// drew idle, constant, so that the job moves only its GPUs' draw (a
+// rack's other draw is constant in vet's model).
+func (n *Node) jobOtherW() float64 { return n.Tray.DesignW * IdleShare * OtherShare }
 
 // stepStorage runs a rack's storage on its trays' draw: what its PSUs
 // then deliver is the draw less what the storage supplies.

@@ -47,7 +47,7 @@ func run(f *Fleet, from, to int, each func(i int)) {
 // share overriding the load's, compute held to the provisioned limit,
 // communication raised to the filler, a stall at the floor, the stop
 // ramped down after the hysteresis. Each GPU's change per step stays
-// within the ramp rates, and the rest of the rack draws a constant.
+// within the ramp rates, and the rest of the rack draws what it drew idle.
 func TestGridJobDrawsWhatGridloadPredicts(t *testing.T) {
 	s := &gridload.Smoothing{Floor: 0.5, RampUp: 3000, RampDown: 2000, Hysteresis: 0.05}
 	ans := gridload.Group{PowerLimit: 1100, Filler: 400, Smoothing: s}
@@ -57,6 +57,8 @@ func TestGridJobDrawsWhatGridloadPredicts(t *testing.T) {
 	require.NoError(t, f.SetState(Idle, nodes...))
 	const k, stop, end = 50, 450, 550 // samples: the job starts, stops; the run ends
 	run(f, 0, k, nil)
+	r := f.Rack("ma/r01")
+	base := r.LoadW - r.GPUW // idle, before the job
 	p := Pattern{PeriodS: 0.5, ComputeShare: 0.6, StallAtS: 2.005, StallS: 0.5}
 	trained, err := f.Train(p, f.Nodes()...)
 	require.NoError(t, err)
@@ -69,9 +71,8 @@ func TestGridJobDrawsWhatGridloadPredicts(t *testing.T) {
 	sc := gridload.Scenario{Rate: 1 / gdt, Seconds: float64(end+1) * gdt, Start: float64(k) * gdt, Stop: float64(stop+1) * gdt, StallAt: float64(k)*gdt + p.StallAtS}
 	expect, _ := want.Power(l, sc)
 
-	r := f.Rack("ma/r01")
 	g := nodes[3].gpus[2]
-	last, base := g.powerW, math.NaN()
+	last := g.powerW
 	stallLow := math.Inf(1)
 	run(f, k, end, func(i int) {
 		if i == stop {
@@ -84,10 +85,7 @@ func TestGridJobDrawsWhatGridloadPredicts(t *testing.T) {
 		require.LessOrEqual(t, d, s.RampUp*gdt+1e-9, "sample %d: the GPU rises faster than its ramp", i)
 		require.GreaterOrEqual(t, d, -s.RampDown*gdt-1e-9, "sample %d: the GPU falls faster than its ramp", i)
 		last = g.powerW
-		if math.IsNaN(base) {
-			base = r.LoadW - r.GPUW
-		}
-		require.InDelta(t, base, r.LoadW-r.GPUW, 1e-6, "sample %d: the rack's other draw is constant", i)
+		require.InDelta(t, base, r.LoadW-r.GPUW, 1e-6, "sample %d: the rack's draw besides its GPUs stays as it was idle", i)
 		if tj := float64(i-k) * gdt; tj > p.StallAtS+0.2 && tj < p.StallAtS+p.StallS {
 			stallLow = math.Min(stallLow, g.powerW)
 		}
@@ -177,8 +175,8 @@ func TestGridJitterIsDeterministic(t *testing.T) {
 	dma, dmb := at(ma), at(mb)
 	lo, hi := minMax(dma)
 	assert.Equal(t, lo, hi, "a module's nodes are in phase")
-	assert.InDelta(t, 6400*OtherShare+4*exLoad.Communication, dma[0], 1e-9)
-	assert.InDelta(t, 6400*OtherShare+4*exLoad.Compute, dmb[0], 1e-9)
+	assert.InDelta(t, 6400*IdleShare*OtherShare+4*exLoad.Communication, dma[0], 1e-9)
+	assert.InDelta(t, 6400*IdleShare*OtherShare+4*exLoad.Compute, dmb[0], 1e-9)
 }
 
 // Without a grid load the job runs between each module's square wave's
@@ -193,13 +191,13 @@ func TestTrainWithoutGridLoad(t *testing.T) {
 	assert.Equal(t, []*Node{n}, got)
 	per := 6400 * (1 - OtherShare) / 4
 	run(f, 0, 20, nil)
-	assert.InDelta(t, 6400, n.DrawW(), 1e-9, "high in the compute phase")
+	assert.InDelta(t, 6400*IdleShare*OtherShare+4*per, n.DrawW(), 1e-9, "high in the compute phase")
 	run(f, 20, 70, nil)
-	assert.InDelta(t, 6400*OtherShare+4*DefaultWave.Low*per, n.DrawW(), 1e-9, "low in communication")
+	assert.InDelta(t, 6400*IdleShare*OtherShare+4*DefaultWave.Low*per, n.DrawW(), 1e-9, "low in communication")
 	assert.Zero(t, off.DrawW())
 	f.StopTraining()
 	run(f, 70, 71, nil)
-	assert.InDelta(t, 6400*OtherShare+4*IdleShare*per, n.DrawW(), 1e-9)
+	assert.InDelta(t, 6400*IdleShare*OtherShare+4*IdleShare*per, n.DrawW(), 1e-9)
 
 	_, err = f.Train(Pattern{ComputeShare: 1.5})
 	assert.ErrorContains(t, err, "compute_share 1.5 must be a share of the period")

@@ -174,7 +174,7 @@ func (n *Node) step(dt float64, m *Module, r *Rack, j *job, now, coolantC float6
 	var gpuW, other float64
 	if job {
 		n.stepJob(dt, now, m, r, j)
-		other = design * OtherShare
+		other = n.jobOtherW()
 	} else {
 		p := n.demand(m.wave, now)
 		if off {

@@ -69,14 +69,12 @@ func (f *Fleet) stepRack(r *Rack, m *Module, dt, now float64) {
 				liquid += n.drawW
 			}
 			if n.drawW > 0 {
-				u := n.util
-				if n.onJob {
-					// the grid job's fabric stays busy between
-					// iterations and after it: a rack's draw besides
-					// its GPUs is constant, as vet models it
-					u = 1
+				if !n.onJob {
+					// the grid job's nodes leave their rack's draw
+					// besides their GPUs as it was idle, constant, as
+					// vet models it
+					util += n.util
 				}
-				util += u
 				nodesOn++
 			}
 		}
