@@ -21,7 +21,10 @@ import (
 // step, a feed transfer), records PostS more, and writes a COMTRADE
 // capture (2013, BINARY32) of the waveform at RateHz: each physics
 // step's RMS held until the next (zero-order hold) on a sine at the
-// block's frequency. Its clock reads the site's plus OffsetS.
+// block's frequency. Its clock reads the site's plus OffsetS. At the
+// point of interconnection it triggers on the grid's voltage (a dip) and
+// records the grid's voltage (per unit, as a sine of RMS pu) and the
+// site's power at the POI (kW, as measured: no waveform).
 type captureRecorder struct {
 	cfg    simconfig.Captures
 	site   string
@@ -29,8 +32,19 @@ type captureRecorder struct {
 	dt     float64
 	log    *slog.Logger
 	blocks []*blockRecorder
+	poi    *poiRecorder
 	n      int // captures written
 }
+
+// poiRecorder records the point of interconnection.
+type poiRecorder struct {
+	g       *grid
+	channel string // the power's channel id: the grid boundary's channel
+	hist    []poiValues
+	trig    float64
+}
+
+type poiValues struct{ t, pu, kw, hz float64 }
 
 // blockRecorder records one power block.
 type blockRecorder struct {
@@ -53,6 +67,10 @@ func newCaptureRecorder(cfg *simconfig.Captures, s *Site) *captureRecorder {
 	for _, b := range s.blocks {
 		r.blocks = append(r.blocks, &blockRecorder{b: b, trig: math.NaN()})
 	}
+	r.poi = &poiRecorder{g: &s.grid, channel: s.grid.channel, trig: math.NaN()}
+	if r.poi.channel == "" {
+		r.poi.channel = POIElement + "/power"
+	}
 	return r
 }
 
@@ -74,6 +92,72 @@ func (r *captureRecorder) step(t float64) {
 			br.trig = math.NaN()
 		}
 	}
+	r.stepPOI(t, keep)
+}
+
+// stepPOI records the POI: it triggers when the grid's voltage moves
+// more than TriggerPct within one line cycle.
+func (r *captureRecorder) stepPOI(t float64, keep int) {
+	p := r.poi
+	p.hist = append(p.hist, poiValues{t: t, pu: p.g.pu, kw: p.g.kw, hz: p.g.hz})
+	if len(p.hist) > keep {
+		p.hist = p.hist[len(p.hist)-keep:]
+	}
+	switch {
+	case math.IsNaN(p.trig):
+		back := max(1, int(math.Round(1/math.Max(p.g.hz, 1)/r.dt)))
+		if n := len(p.hist); n > back && math.Abs(p.hist[n-1].pu-p.hist[n-1-back].pu) > r.cfg.TriggerPct/100 {
+			p.trig = t
+		}
+	case t >= p.trig+r.cfg.PostS-r.dt/2:
+		if err := r.writePOI(); err != nil {
+			r.log.Warn("simulated analyser: capture not written", "at", "poi", "err", err)
+		}
+		p.trig = math.NaN()
+	}
+}
+
+// writePOI writes the POI's open capture.
+func (r *captureRecorder) writePOI() error {
+	p := r.poi
+	from := p.trig - r.cfg.PreS
+	var steps []poiValues
+	for _, v := range p.hist {
+		if v.t >= from-r.dt/2 {
+			steps = append(steps, v)
+		}
+	}
+	if len(steps) < 2 {
+		return errors.New("no history to write")
+	}
+	start := math.Max(from, steps[0].t-r.dt)
+	n := int(math.Round((steps[len(steps)-1].t - start) * r.cfg.RateHz))
+	c := &comtrade.Capture{Config: comtrade.Config{Station: r.site, Device: "seam-sim PQ analyser", Revision: "2013", DataType: comtrade.Binary32,
+		LineHz: p.g.hz, Rates: []comtrade.Rate{{Hz: r.cfg.RateHz, EndSample: n}},
+		Start: r.clock(start), Trigger: r.clock(p.trig), TimeMult: 1, TimeBase: time.Microsecond}}
+	c.Analogs = []comtrade.Analog{
+		{Index: 1, ID: POIElement + "/voltage", Phase: "AB", Circuit: POIElement, Unit: "pu", A: 1e-6, Min: -2147483647, Max: 2147483647, Primary: 1, Secondary: 1, PS: "P"},
+		{Index: 2, ID: p.channel, Circuit: POIElement, Unit: "kW", A: 1e-3, Min: -2147483647, Max: 2147483647, Primary: 1, Secondary: 1, PS: "P"},
+	}
+	c.Analog = [][]float64{make([]float64, n), make([]float64, n)}
+	c.Time = make([]float64, n)
+	phase, k := 0.0, 0
+	for i := range n {
+		ts := start + float64(i)/r.cfg.RateHz
+		for k < len(steps)-1 && steps[k].t < ts {
+			k++
+		}
+		sv := steps[k]
+		c.Time[i] = float64(i) / r.cfg.RateHz
+		c.Analog[0][i] = math.Round(sv.pu*math.Sqrt2*math.Sin(phase)*1e6) / 1e6
+		c.Analog[1][i] = math.Round(sv.kw*1e3) / 1e3
+		phase = math.Mod(phase+2*math.Pi*sv.hz/r.cfg.RateHz, 2*math.Pi)
+	}
+	return r.save(POIElement, c)
+}
+
+func (r *captureRecorder) clock(t float64) time.Time {
+	return r.epoch.Add(time.Duration(math.Round((t + r.cfg.OffsetS) * 1e9)))
 }
 
 func (br *blockRecorder) values(t float64) stepValues {
@@ -115,12 +199,17 @@ func (r *captureRecorder) write(br *blockRecorder) error {
 	if len(steps) < 2 {
 		return errors.New("no history to write")
 	}
-	c := r.capture(br, steps, math.Max(from, steps[0].t-r.dt))
+	return r.save(strings.ReplaceAll(br.b.phys.ID, "/", "-"), r.capture(br, steps, math.Max(from, steps[0].t-r.dt)))
+}
+
+// save writes capture c as NAME-NNN.cfg and .dat, NNN counting the
+// analyser's captures.
+func (r *captureRecorder) save(name string, c *comtrade.Capture) error {
 	if err := os.MkdirAll(r.cfg.Dir, 0o755); err != nil {
 		return err
 	}
 	r.n++
-	base := filepath.Join(r.cfg.Dir, fmt.Sprintf("%s-%03d", strings.ReplaceAll(br.b.phys.ID, "/", "-"), r.n))
+	base := filepath.Join(r.cfg.Dir, fmt.Sprintf("%s-%03d", name, r.n))
 	cfg, err := os.Create(base + ".cfg.tmp")
 	if err != nil {
 		return err
@@ -149,9 +238,7 @@ func (r *captureRecorder) write(br *blockRecorder) error {
 func (r *captureRecorder) capture(br *blockRecorder, steps []stepValues, start float64) *comtrade.Capture {
 	b := br.b.phys
 	n := int(math.Round((steps[len(steps)-1].t - start) * r.cfg.RateHz))
-	clk := func(t float64) time.Time {
-		return r.epoch.Add(time.Duration(math.Round((t + r.cfg.OffsetS) * 1e9)))
-	}
+	clk := r.clock
 	c := &comtrade.Capture{Config: comtrade.Config{Station: r.site, Device: "seam-sim PQ analyser", Revision: "2013", DataType: comtrade.Binary32,
 		LineHz: b.Frequency.Nominal, Rates: []comtrade.Rate{{Hz: r.cfg.RateHz, EndSample: n}},
 		Start: clk(start), Trigger: clk(br.trig), TimeMult: 1, TimeBase: time.Microsecond}}

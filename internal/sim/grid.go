@@ -34,6 +34,7 @@ const POIElement = "poi"
 
 type grid struct {
 	utilities []string // the utility modules' ids, sorted
+	channel   string   // the grid boundary's channel of the POI's power ("": none)
 	pu        float64  // voltage now, per unit
 	hz        float64  // frequency, Hz
 	// the dip in force ends at sim time until (a dip is in force while
@@ -56,6 +57,12 @@ func (s *Site) buildGrid(c *contract.Contracts) error {
 			s.grid.utilities = append(s.grid.utilities, m.ID)
 		}
 	}
+	for _, b := range c.GridBoundaries() {
+		if b.Grid != nil && b.Grid.Channel.To != "" && s.grid.channel == "" {
+			s.grid.channel = b.Grid.Channel.To
+		}
+	}
+	sort.Strings(s.grid.utilities)
 	if c.Grid != nil {
 		for _, t := range c.Grid.Transfers {
 			e, ok := s.elements[t.Feed.ID].(feedElem)

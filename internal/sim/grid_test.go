@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,9 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seamdc/seam/internal/comtrade"
 	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/diag"
 	"github.com/seamdc/seam/internal/probe"
+	"github.com/seamdc/seam/internal/sim/simconfig"
 )
 
 // The POI channel the example's grid boundary declares.
@@ -35,6 +38,11 @@ var (
 // example's).
 func gridExample(t *testing.T, p1 string) *Sim {
 	t.Helper()
+	return gridExampleWith(t, p1, exCfg)
+}
+
+func gridExampleWith(t *testing.T, p1 string, cfg *simconfig.Config) *Sim {
+	t.Helper()
 	loadOnce.Do(loadExample)
 	require.NoError(t, exErr)
 	gridMu.Lock()
@@ -44,7 +52,10 @@ func gridExample(t *testing.T, p1 string) *Sim {
 		gridContracts[p1] = c
 	}
 	gridMu.Unlock()
-	s, err := New(Config{Contracts: c, Sim: exCfg, Profiles: exSet, Secrets: SecretsFrom(noEnv), Epoch: epoch})
+	if cfg == nil {
+		cfg = exCfg
+	}
+	s, err := New(Config{Contracts: c, Sim: cfg, Profiles: exSet, Secrets: SecretsFrom(noEnv), Epoch: epoch})
 	require.NoError(t, err)
 	return s
 }
@@ -270,4 +281,44 @@ func TestPOIMeterOverModbus(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "the grid channel is bound to the meter")
+}
+
+// TestSimulatedAnalyserCapturesAGridDip: the simulated analyser
+// triggers on a dip at the POI and records the grid's voltage and the
+// site's power there, under the grid boundary's channel.
+func TestSimulatedAnalyserCapturesAGridDip(t *testing.T) {
+	loadOnce.Do(loadExample)
+	require.NoError(t, exErr)
+	cfg := *exCfg
+	dir := t.TempDir()
+	cfg.Captures = &simconfig.Captures{Dir: dir, RateHz: 1000, PreS: 1, PostS: 2, TriggerPct: 0.5}
+	s := gridExampleWith(t, "", &cfg)
+	draw(t, s, 1000, 1000, 1000)
+	s.Site.Advance(4 * time.Second) // the load step's captures of the blocks
+	before := s.Site.POIPower()
+	require.NoError(t, s.Site.GridDip("u1", 0.5, 0.3))
+	s.Site.Advance(2500 * time.Millisecond)
+	files, err := filepath.Glob(filepath.Join(dir, "poi-*.cfg"))
+	require.NoError(t, err)
+	require.Len(t, files, 1, "one dip, one capture at the POI")
+	c, err := comtrade.Open(files[0])
+	require.NoError(t, err)
+	v, p := c.Channel("poi/voltage"), c.Channel(poiChannel)
+	require.GreaterOrEqual(t, v, 0)
+	require.GreaterOrEqual(t, p, 0)
+	assert.Equal(t, "kW", c.Analogs[p].Unit)
+	assert.InDelta(t, 1.0, c.TriggerOffset(), 0.011, "1 s before the trigger")
+	at := func(s float64) int { return int(s * c.SampleRate()) }
+	assert.InDelta(t, before, c.Analog[p][at(0.5)], 0.01*before, "before the dip")
+	assert.InDelta(t, before/2, c.Analog[p][at(1.15)], 0.01*before, "during the dip: the rectifiers draw half")
+	peak := func(from, to float64) float64 {
+		m := 0.0
+		for _, x := range c.Analog[v][at(from):at(to)] {
+			m = max(m, math.Abs(x))
+		}
+		return m / math.Sqrt2
+	}
+	assert.InDelta(t, 1, peak(0.5, 0.9), 0.01, "1 pu before")
+	assert.InDelta(t, 0.5, peak(1.05, 1.25), 0.01, "0.5 pu during")
+	assert.InDelta(t, 1, peak(1.5, 2.5), 0.01, "1 pu after")
 }

@@ -10,7 +10,9 @@ import (
 
 // Captures is the simulated power-quality analyser: it records every
 // power block's feed voltages as IEEE C37.111 COMTRADE captures of the
-// site's transients (load steps, feed transfers), with its own clock.
+// site's transients (load steps, feed transfers), and the grid's voltage
+// and the site's power at the point of interconnection when the grid
+// dips, with its own clock.
 type Captures struct {
 	Dir     string  // absolute: where the captures are written
 	OffsetS float64 // the analyser's clock minus the site's, s
