@@ -31,6 +31,8 @@ var htmlTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
 	"measured": func(c Check) string { return value(c, c.Measured) },
 	"limit":    limitText,
 	"margin":   func(c Check) string { return value(c, c.Margin) },
+	"anchor":   anchor,
+	"rate":     func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
 	"ident":    ident,
 	"coverage": coverageWord,
 	"ambient": func(a results.Ambient) string {
@@ -49,6 +51,10 @@ type htmlPage struct {
 	Plots   []*htmlPlot // by case index; nil where a case has no plot
 	// CapturePlots are by capture index (capture_html.go).
 	CapturePlots []*htmlPlot
+	// Grid is the grid section: its cases' plots (gridplot.go) and the
+	// interconnection summary.
+	Grid        []htmlGrid
+	GridSummary *GridSummary
 }
 
 type tally struct {
@@ -150,6 +156,10 @@ func HTML(w io.Writer, r *Run) error {
 	if page.CapturePlots, err = capturePlots(r); err != nil {
 		return err
 	}
+	if page.Grid, err = gridPlots(r); err != nil {
+		return err
+	}
+	page.GridSummary = r.GridSummary()
 	if err := htmlTmpl.Execute(w, page); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}

@@ -53,20 +53,32 @@ func Load(dir string, opt Options) (*Run, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	plots := map[*evidence.AuditCase]*plotState{}
+	grids := map[*evidence.AuditCase]*gridState{}
 	observe := func(ac *evidence.AuditCase, s evidence.Sample) {
-		p, ok := plots[ac]
-		if !ok {
-			p = newPlotState(ac.Plan, *ac.End.Timeline, opt.Buckets)
-			plots[ac] = p
+		if opt.Plots {
+			p, ok := plots[ac]
+			if !ok {
+				p = newPlotState(ac.Plan, *ac.End.Timeline, opt.Buckets)
+				plots[ac] = p
+			}
+			if p != nil {
+				p.add(s)
+			}
 		}
-		if p != nil {
-			p.add(s)
+		if ac.Plan != nil && ac.Plan.Kind == plan.Grid {
+			g, ok := grids[ac]
+			if !ok {
+				g = newGridState(ac.Plan, *ac.End.Timeline, opt.Buckets)
+				grids[ac] = g
+			}
+			if g != nil {
+				g.add(s)
+			}
 		}
 	}
-	audit := evidence.AuditOptions{Trusted: opt.Trusted}
-	if opt.Plots {
-		audit.Observe = observe
-	}
+	// the grid section reads its cases' samples whatever is asked: the
+	// interconnection summary states the sampling they achieved
+	audit := evidence.AuditOptions{Trusted: opt.Trusted, Observe: observe}
 	t := time.Now()
 	rep, err := evidence.Audit(dir, audit)
 	if err != nil {
@@ -100,6 +112,7 @@ func Load(dir string, opt Options) (*Run, error) {
 	run.Outcome = outcome(res, run.Cases)
 	run.Captures = captureViews(rep)
 	run.Coverage = coverageRows(rep.Plan, run.Captures)
+	run.Grid = gridCases(rep, grids, opt.Plots)
 	return run, nil
 }
 

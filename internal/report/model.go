@@ -72,6 +72,11 @@ type Run struct {
 	// what they proved (capture.go).
 	Captures []Capture
 	Coverage []CoverageRow
+	// Grid are the plan's grid cases as the utility reads them: what
+	// drove the site, how the point-of-interconnection meter was
+	// sampled, each limit and margin, and their plots (grid.go). The
+	// interconnection summary (GridSummary) is made from them.
+	Grid []GridCase
 }
 
 // SignOff is a signed amendment: who signed in what role, when, with

@@ -26,6 +26,8 @@ type PlotData struct {
 
 	ExcitationChannel, ExcitationUnit string
 	Excitation                        []Point
+	// ExcitationLabel names the lower axis ("": load, in its unit).
+	ExcitationLabel string
 	// Commanded is each load bank's setpoint as the case's program
 	// commanded it, in kW, drawn dashed on the lower axis.
 	Commanded []Series
@@ -388,7 +390,11 @@ func (d *PlotData) excitationPlot() (*plot.Plot, error) {
 	if unit == "" || len(d.Commanded) > 0 && unit == "value" {
 		unit = "kW"
 	}
-	p := newPlot(fmt.Sprintf("load (%s)", unit), d.Duration)
+	ylabel := fmt.Sprintf("load (%s)", unit)
+	if d.ExcitationLabel != "" {
+		ylabel = d.ExcitationLabel
+	}
+	p := newPlot(ylabel, d.Duration)
 	p.X.Label.Text = "time since the case started (s)"
 	for _, c := range d.Commanded {
 		line, err := plotter.NewLine(xys(c.Points))

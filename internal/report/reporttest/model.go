@@ -17,6 +17,7 @@ import (
 type model struct {
 	levels map[string]level
 	rating map[string]float64 // load bank → kW
+	grid   map[string]gridLevel
 	opt    Options
 }
 
@@ -38,9 +39,10 @@ func newModel(p *plan.Plan, opt Options) *model {
 		hasRef, hasLo, hasHi, any bool
 	}
 	accs := map[string]*acc{}
+	m.grid = gridLevels(p, opt)
 	for _, c := range p.Cases {
 		for _, k := range c.Checks {
-			if k.Kind == plan.AlarmWithin {
+			if _, ok := m.grid[k.Channel]; ok || k.Kind == plan.AlarmWithin {
 				continue
 			}
 			a := accs[k.Channel]
@@ -112,6 +114,15 @@ type events struct {
 	fault     time.Time // the event (end of the inject step); zero if none
 	clear     time.Time // start of the restore step
 	alarmRise time.Time
+	trains    []train // the train steps
+	dips      []seg   // the grid_dip steps (kw0: the voltage in pu)
+}
+
+// train is a train step as it ran: the site's power a square wave of
+// period seconds, high for duty of each.
+type train struct {
+	from, to     time.Time
+	period, duty float64
 }
 
 // seg is a stretch of linear load.
@@ -157,6 +168,12 @@ func (m *model) schedule(c *plan.Case, start time.Time) (grade.Timeline, *events
 			kw = *s.LowKW
 		case plan.OpHold:
 			d = s.DurationS
+		case plan.OpTrain:
+			d = s.DurationS
+			ev.trains = append(ev.trains, train{from: t, to: t.Add(dur(d)), period: s.PeriodS, duty: s.DutyPct / 100})
+		case plan.OpGridDip:
+			d = s.DurationS
+			ev.dips = append(ev.dips, seg{a: t, b: t.Add(dur(d)), kw0: *s.VoltagePU})
 		case plan.OpInjectFault, plan.OpRestore, plan.OpOperator:
 			d = 1
 			if s.ID == "restore" || s.Op == plan.OpRestore {
@@ -212,6 +229,9 @@ func (m *model) value(ch string, t time.Time, tl grade.Timeline, ev *events) flo
 	}
 	if strings.HasPrefix(ch, "bench/noise-") {
 		return 100 + math.Sin(t.Sub(tl.Start).Seconds()/3)
+	}
+	if g, ok := m.grid[ch]; ok {
+		return m.sitePower(g, t, ev)
 	}
 	l, ok := m.levels[ch]
 	if !ok { // an excitation channel: the applied load
