@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -62,12 +61,44 @@ type gridMeasure struct {
 	g    *Grader
 	c    plan.Check
 	wins []window
-	gaps *gaps
-	// ts and vs are, per window, the times (from the case's start) and
-	// values of its good samples.
-	ts [][]time.Duration
-	vs [][]float64
-	n  int
+	// from and to are the windows as times from the case's start (start,
+	// in Unix nanoseconds).
+	from, to []time.Duration
+	start    int64
+	gaps     *gaps
+	// kept are, per window, its good samples: times from the case's
+	// start and values.
+	kept []kept
+	n    int
+}
+
+type kept struct {
+	t []time.Duration
+	v []float64
+}
+
+// estimateAt is the count of samples from which a window's storage is
+// sized for the whole window, at the rate they came in.
+const estimateAt = 64
+
+// maxEstimate bounds that size (64 MiB): beyond it the storage doubles.
+const maxEstimate = 1 << 22
+
+// grow makes room in k, a window ending at to: at estimateAt samples
+// for the whole window at their rate (so a steady meter's samples are
+// stored once, never copied), else twice as much.
+func (k *kept) grow(to time.Duration) {
+	n := len(k.t)
+	c := max(2*n, estimateAt)
+	if n == estimateAt {
+		if per := (k.t[n-1] - k.t[0]) / time.Duration(n-1); per > 0 {
+			c = max(c, int(min(int64(maxEstimate), int64((to-k.t[0])/per)*51/50+estimateAt)))
+		}
+	}
+	t, v := make([]time.Duration, n, c), make([]float64, n, c)
+	copy(t, k.t)
+	copy(v, k.v)
+	k.t, k.v = t, v
 }
 
 func newGrid(g *Grader) (kind, error) {
@@ -92,25 +123,52 @@ func newGrid(g *Grader) (kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gridMeasure{g: g, c: c, wins: wins, gaps: newGaps(wins, g.maxGap, g.tl.Start),
-		ts: make([][]time.Duration, len(wins)), vs: make([][]float64, len(wins))}, nil
+	m := &gridMeasure{g: g, c: c, wins: wins, gaps: newGaps(wins, g.maxGap, g.tl.Start), kept: make([]kept, len(wins)),
+		start: g.tl.Start.UnixNano()}
+	for _, w := range wins {
+		m.from = append(m.from, w.From.Sub(g.tl.Start))
+		m.to = append(m.to, w.To.Sub(g.tl.Start))
+	}
+	return m, nil
 }
 
 func (m *gridMeasure) add(s Sample) {
 	if !s.Good {
 		return
 	}
+	d := time.Duration(s.Time.UnixNano() - m.start)
 	in := false
-	for i, w := range m.wins {
-		if w.Has(s.Time) {
-			m.ts[i] = append(m.ts[i], s.Time.Sub(m.g.tl.Start))
-			m.vs[i] = append(m.vs[i], s.Value)
-			in = true
+	for i, from := range m.from {
+		if d < from || d > m.to[i] {
+			continue
 		}
+		k := &m.kept[i]
+		if len(k.t) == cap(k.t) {
+			k.grow(m.to[i])
+		}
+		k.t, k.v = append(k.t, d), append(k.v, s.Value)
+		in = true
 	}
 	if in {
 		m.n++
-		m.gaps.good(s.Time)
+	}
+}
+
+// gap notes, through the gaps helper, the longest stretch of window i
+// without a good sample (its edges included).
+func (m *gridMeasure) gap(i int, ts []time.Duration) {
+	start, prev := m.g.tl.Start, m.from[i]
+	note := func(to time.Duration) {
+		if d := to - prev; d > m.gaps.worst {
+			m.gaps.worst, m.gaps.from = d, start.Add(prev)
+		}
+	}
+	for _, t := range ts {
+		note(t)
+		prev = t
+	}
+	if m.to[i] > m.from[i] {
+		note(m.to[i])
 	}
 }
 
@@ -131,7 +189,6 @@ type found struct {
 }
 
 func (m *gridMeasure) verdict(v *Verdict) {
-	m.gaps.finish()
 	v.Samples = m.n
 	if m.n == 0 {
 		v.Outcome, v.Detail = Error, "no good sample in the graded window"
@@ -142,7 +199,9 @@ func (m *gridMeasure) verdict(v *Verdict) {
 	records := 0
 	for i := range m.wins {
 		step := m.step(i)
-		ts, vs := m.ts[i], m.vs[i]
+		ts, vs := m.kept[i].t, m.kept[i].v
+		m.kept[i] = kept{}
+		m.gap(i, ts)
 		if len(ts) == 0 {
 			continue // the gap covers it
 		}
@@ -302,19 +361,68 @@ func recordStarts(n, l int) []int {
 	return out
 }
 
-// medianInterval is the lower median of the intervals between ts.
+// medianSpan is how many intervals, spread evenly over a run, its
+// median interval is taken of: plenty to read a meter's period.
+const medianSpan = 1 << 16
+
+// medianInterval is the lower median of the intervals between ts (of
+// medianSpan of them, evenly spread, in a longer run).
 func medianInterval(ts []time.Duration) time.Duration {
-	d := make([]time.Duration, len(ts)-1)
-	for i := range d {
-		d[i] = ts[i+1] - ts[i]
+	n := len(ts) - 1
+	stride := 1
+	if n > medianSpan {
+		stride = (n + medianSpan - 1) / medianSpan
 	}
-	slices.Sort(d)
-	return d[(len(d)-1)/2]
+	d := make([]time.Duration, 0, n/stride+1)
+	for i := 0; i < n; i += stride {
+		d = append(d, ts[i+1]-ts[i])
+	}
+	return nth(d, (len(d)-1)/2)
+}
+
+// nth is the k-th smallest of d (reordering d): quickselect with the
+// median of three as pivot and three-way partitions, so that the equal
+// intervals of a steady rate take one pass.
+func nth(d []time.Duration, k int) time.Duration {
+	lo, hi := 0, len(d)
+	for hi-lo > 1 {
+		a, b, c := d[lo], d[lo+(hi-lo)/2], d[hi-1]
+		p := max(min(a, b), min(max(a, b), c))
+		// d[lo:lt] < p, d[lt:i] == p, d[gt:hi] > p
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch x := d[i]; {
+			case x < p:
+				d[lt], d[i] = d[i], d[lt]
+				lt++
+				i++
+			case x > p:
+				gt--
+				d[gt], d[i] = d[i], d[gt]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return p
+		}
+	}
+	return d[lo]
 }
 
 // resample puts the samples (ts, vs) on a grid from ts[0] at rate
-// samples/s up to the last sample, by linear interpolation.
+// samples/s up to the last sample, by linear interpolation. Samples
+// already on that grid (a meter read at a steady period) are returned
+// as they are.
 func resample(ts []time.Duration, vs []float64, rate float64) []float64 {
+	if onGrid(ts, rate) {
+		return vs
+	}
 	last := len(ts) - 1
 	span := (ts[last] - ts[0]).Seconds()
 	n := int(math.Floor(span*rate*(1+gridTol))) + 1
@@ -337,6 +445,22 @@ func resample(ts []time.Duration, vs []float64, rate float64) []float64 {
 		}
 	}
 	return out
+}
+
+// onGrid reports whether every sample is at ts[0] + i/rate, to the
+// nanosecond.
+func onGrid(ts []time.Duration, rate float64) bool {
+	step := 1e9 / rate
+	if step != math.Round(step) {
+		return false
+	}
+	d := time.Duration(step)
+	for i, t := range ts {
+		if t != ts[0]+time.Duration(i)*d {
+			return false
+		}
+	}
+	return true
 }
 
 // smooth5 reports whether n has no prime factor above 5.

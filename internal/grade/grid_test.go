@@ -3,6 +3,7 @@ package grade
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -289,4 +290,15 @@ func TestGridHelpers(t *testing.T) {
 	ts := []time.Duration{0, 10 * time.Millisecond, 30 * time.Millisecond}
 	assert.Equal(t, []float64{0, 1, 2, 3}, resample(ts, []float64{0, 1, 3}, 100))
 	assert.Equal(t, [][2]int{{0, 2}, {2, 3}}, runs([]time.Duration{0, time.Second, 3 * time.Second}, time.Second))
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		d := make([]time.Duration, 1+r.IntN(40))
+		for i := range d {
+			d[i] = time.Duration(r.IntN(6)) // many equal, as a steady rate gives
+		}
+		k := r.IntN(len(d))
+		sorted := slices.Clone(d)
+		slices.Sort(sorted)
+		require.Equal(t, sorted[k], nth(d, k), "%v, k %d", sorted, k)
+	}
 }
