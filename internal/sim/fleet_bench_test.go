@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/probe"
 	"github.com/seamdc/seam/internal/sim/fleet"
 )
 
@@ -23,8 +25,11 @@ import (
 // process (SEAM_FLEETBENCH=K, through TestMain): K copies of the example
 // site with its handover inventory's fleet (864 nodes each, every one
 // training; 1,689 BMCs) and its 123 devices, physics at 100 Hz in real
-// time. It prints the compute BMCs' addresses as JSON lines and "ready",
-// and serves until its stdin closes.
+// time. With SEAM_FLEETBENCH_JOB=grid the nodes run the grid job
+// (Site.Train: the contract's grid load through the racks' smoothing)
+// instead of the square wave. It prints the compute BMCs' addresses as
+// JSON lines, "meter " and the first copy's POI meter device (when its
+// binding serves one), and "ready", and serves until its stdin closes.
 func serveFleetForBench(k string) int {
 	copies, err := strconv.Atoi(k)
 	if err != nil || copies <= 0 {
@@ -35,7 +40,7 @@ func serveFleetForBench(k string) int {
 	defer cancel()
 	var wg sync.WaitGroup
 	enc := json.NewEncoder(os.Stdout)
-	n := 0
+	n, meterShown := 0, false
 	for range copies {
 		s, err := newWithInventory()
 		if err == nil {
@@ -43,7 +48,14 @@ func serveFleetForBench(k string) int {
 		}
 		if err == nil {
 			defer s.Close()
-			_, err = s.SetNodes(NodeRequest{All: true, State: fleet.Training})
+			if os.Getenv("SEAM_FLEETBENCH_JOB") == "grid" {
+				_, err = s.SetNodes(NodeRequest{All: true, State: fleet.Idle})
+				if err == nil {
+					err = s.Site.Train(fleet.Pattern{})
+				}
+			} else {
+				_, err = s.SetNodes(NodeRequest{All: true, State: fleet.Training})
+			}
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -53,6 +65,13 @@ func serveFleetForBench(k string) int {
 			n++
 			if b.Kind == "compute" {
 				_ = enc.Encode(b)
+			}
+		}
+		for _, d := range s.Devices() {
+			if d.Name() == "meter-poi" && !meterShown {
+				meterShown = true
+				fmt.Print("meter ")
+				_ = enc.Encode(benchDevice{Name: d.Name(), Protocol: string(d.Profile().Protocol), Address: d.Addr(), Profile: d.Profile().Name})
 			}
 		}
 		wg.Go(func() { _ = s.Site.Run(ctx, clock.Real{}, 1) })
@@ -71,15 +90,29 @@ func serveFleetForBench(k string) int {
 // 10 ms), physics at 100 Hz in real time. Idle: no client; polled: this
 // process reads every node's PowerLimit (its power reading) once every
 // 5 s, as a headroom poller would, with basic authentication.
+//
+// grid-job: two copies (1,728 nodes) on the grid job (Site.Train: the
+// example's grid load, each GPU through its rack's NVML smoothing), and
+// the polled figure adds the POI meter read at 50 samples/s over Modbus
+// (the figure: under 25 % of a core), when the example's
+// binding serves the meter (meter-readings/s says whether it did).
 func BenchmarkServedFleet(b *testing.B) {
 	for _, copies := range []int{1, 2} {
-		b.Run(fmt.Sprintf("nodes=%d", copies*864), func(b *testing.B) { benchServedFleet(b, copies) })
+		b.Run(fmt.Sprintf("nodes=%d", copies*864), func(b *testing.B) { benchServedFleet(b, copies, false) })
 	}
+	b.Run("nodes=1728/grid-job", func(b *testing.B) { benchServedFleet(b, 2, true) })
 }
 
-func benchServedFleet(b *testing.B, copies int) {
+func benchServedFleet(b *testing.B, copies int, grid bool) {
+	loadOnce.Do(loadExample)
+	if exErr != nil {
+		b.Fatal(exErr)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.timeout=10m")
 	cmd.Env = append(os.Environ(), "SEAM_FLEETBENCH="+strconv.Itoa(copies))
+	if grid {
+		cmd.Env = append(cmd.Env, "SEAM_FLEETBENCH_JOB=grid")
+	}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -88,11 +121,19 @@ func benchServedFleet(b *testing.B, copies int) {
 	}
 	defer func() { stdin.Close(); _ = cmd.Wait() }()
 	var nodes []BMCEndpoint
+	var meter *benchDevice
 	bmcs := 0
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if _, err := fmt.Sscanf(sc.Text(), "ready %d", &bmcs); err == nil {
 			break
+		}
+		if m, ok := strings.CutPrefix(sc.Text(), "meter "); ok {
+			meter = &benchDevice{}
+			if err := json.Unmarshal([]byte(m), meter); err != nil {
+				b.Fatal(err)
+			}
+			continue
 		}
 		var e BMCEndpoint
 		if err := json.Unmarshal(sc.Bytes(), &e); err == nil {
@@ -137,8 +178,28 @@ func benchServedFleet(b *testing.B, copies int) {
 			}
 		}()
 	}
+	var meterReads atomic.Int64
+	if grid && meter != nil {
+		pd := openForBench(b, *meter)
+		defer pd.Close()
+		wg.Go(func() {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				if rs, err := pd.Read(ctx); err == nil && len(rs) > 0 && rs[0].Quality == probe.Good {
+					meterReads.Add(1)
+				}
+			}
+		})
+	}
 	time.Sleep(6 * time.Second) // every poller running
 	good.Store(0)
+	meterReads.Store(0)
 	polled := measure(b, cmd.Process.Pid, 10*time.Second)
 	cancel()
 	wg.Wait()
@@ -148,6 +209,9 @@ func benchServedFleet(b *testing.B, copies int) {
 	b.ReportMetric(polled*100, "%core-polled")
 	b.ReportMetric(float64(good.Load())/10, "readings/s")
 	b.ReportMetric(float64(bad.Load()), "bad-readings")
+	if grid {
+		b.ReportMetric(float64(meterReads.Load())/10, "meter-readings/s")
+	}
 }
 
 func flat(key string) string {
