@@ -18,8 +18,8 @@ func TestExampleBinding(t *testing.T) {
 	b, diags, err := Load("../../fixtures/bindings/threemodule")
 	require.NoError(t, err)
 	require.Empty(t, diags)
-	assert.Len(t, b.Devices, 15)
-	assert.Len(t, b.Channels, 48, "every channel of the three-module site")
+	assert.Len(t, b.Devices, 16)
+	assert.Len(t, b.Channels, 49, "every channel of the three-module site, and the point-of-interconnection meter")
 	assert.Len(t, b.LoadBanks, 3)
 
 	ch := b.Channel("l1/ma/supply-temp")

@@ -42,7 +42,7 @@ func TestExampleBindingCoversTheSite(t *testing.T) {
 	b, diags, err := Load("../../fixtures/bindings/threemodule")
 	require.NoError(t, err)
 	require.Empty(t, diags)
-	assert.Len(t, b.Channels, 48)
+	assert.Len(t, b.Channels, 49)
 }
 
 func TestCheckAgainstSite(t *testing.T) {

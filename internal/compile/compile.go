@@ -201,6 +201,7 @@ func (k *compiler) level(level string) {
 			for _, f := range b.Failure {
 				k.failure(level, b, f)
 			}
+			k.grid(b)
 		}
 	}
 }

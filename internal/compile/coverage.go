@@ -14,6 +14,14 @@ func (k *compiler) coverage(cases []plan.Case) []plan.Coverage {
 	proved := map[string][]string{}
 	for _, c := range cases {
 		proved[c.Clause.Path] = append(proved[c.Clause.Path], c.ID)
+		if c.Kind == plan.Grid {
+			// a grid case grades other grid clauses too (the job's swing)
+			for _, cl := range k.gridGraded(c) {
+				if cl != c.Clause.Path && !slices.Contains(proved[cl], c.ID) {
+					proved[cl] = append(proved[cl], c.ID)
+				}
+			}
+		}
 	}
 	out := []plan.Coverage{}
 	for _, b := range k.c.Boundaries {
@@ -55,14 +63,17 @@ func clauses(b *contract.Boundary) []*contract.Clause {
 	for _, f := range b.Failure {
 		out = append(out, &f.Clause)
 	}
-	return out
+	return append(out, gridClauses(b)...)
 }
 
 // elsewhere says where a clause the plan does not prove is proved.
 func (k *compiler) elsewhere(b *contract.Boundary, cl *contract.Clause) string {
-	joint := "SAT"
-	if cl.Kind == plan.Failure {
+	joint, kind := "SAT", cl.Kind
+	switch cl.Kind {
+	case plan.Failure:
 		joint = "IST"
+	case gridClauseKind:
+		joint, kind = "IST", "grid"
 	}
 	lv := k.opt.Level
 	switch {
@@ -71,5 +82,8 @@ func (k *compiler) elsewhere(b *contract.Boundary, cl *contract.Clause) string {
 	case lv == plan.FAT:
 		return fmt.Sprintf("fat: %s states no guarantee for a FAT to prove; the joint is proved at %s", b.Supplier.To, joint)
 	}
-	return fmt.Sprintf("%s: %s clauses are proved at %s (the supplier's side also at FAT)", lv, cl.Kind, joint)
+	if kind == "grid" {
+		return fmt.Sprintf("%s: grid clauses are proved at IST, at the point-of-interconnection meter", lv)
+	}
+	return fmt.Sprintf("%s: %s clauses are proved at %s (the supplier's side also at FAT)", lv, kind, joint)
 }

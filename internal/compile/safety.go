@@ -26,7 +26,9 @@ func (k *compiler) interlocks(level string, b *contract.Boundary, fail *contract
 	if level != plan.FAT {
 		scope = nil
 		for _, o := range k.c.Boundaries {
-			if o.Consumer.To == b.Consumer.To {
+			// a grid case loads every IT module: their joints' safety
+			// channels guard it
+			if o.Consumer.To == b.Consumer.To || (b.Medium == plan.Grid && k.isIT(o.Consumer.To)) {
 				scope = append(scope, o)
 			}
 		}

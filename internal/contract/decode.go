@@ -41,7 +41,8 @@ func (d *decoder) site(n node) *Site {
 	for _, lb := range n.entries("loadbanks") {
 		s.LoadBanks = append(s.LoadBanks, &LoadBank{ID: lb.name, Module: lb.ref("module"),
 			Rating: lb.q("rating", units.Power), Resolution: lb.q("resolution", units.Power),
-			MaxRate: lb.q("max_rate", units.PowerRate), Kind: lb.str("kind"), Pos: lb.pos()})
+			MaxRate: lb.q("max_rate", units.PowerRate), Switching: lb.q("switching", units.Frequency),
+			Kind: lb.str("kind"), Pos: lb.pos()})
 	}
 	return s
 }

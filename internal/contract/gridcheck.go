@@ -183,7 +183,7 @@ func newGridModel(c *Contracts, b *Boundary, diags *diag.List) *gridModel {
 	if l.CheckpointStall.Set {
 		m.load.CheckpointStall = l.CheckpointStall.Canon
 	}
-	m.periods = sweep(l)
+	m.periods = l.Periods()
 	m.rate, m.horizon = 10, 60
 	if o := g.Oscillation; o != nil {
 		m.rate = math.Max(m.rate, math.Ceil(2.5*o.High.Canon))
@@ -218,8 +218,9 @@ func checkOscillation(o *Oscillation, path string, diags *diag.List) bool {
 	return false
 }
 
-// sweep is the declared period and the sweep's periods, log-spaced.
-func sweep(l *TrainingLoad) []float64 {
+// Periods are the declared iteration period and the sweep's periods,
+// log-spaced: what vet models and the plan's grid cases drive.
+func (l *TrainingLoad) Periods() []float64 {
 	out := []float64{l.Period.Canon}
 	if l.SweepSteps >= 2 && l.SweepFrom.Canon > 0 && l.SweepTo.Canon > l.SweepFrom.Canon {
 		a, z := math.Log(l.SweepFrom.Canon), math.Log(l.SweepTo.Canon)
@@ -449,9 +450,12 @@ func (m *gridModel) sum(groups []gridload.Group, l gridload.Load, sc gridload.Sc
 }
 
 // share turns a limit in power or % of rated into kW.
-func (m *gridModel) share(q Q) float64 {
+func (m *gridModel) share(q Q) float64 { return m.g.Power(q) }
+
+// Power is a limit written as power or as % of the rated power, in kW.
+func (g *Grid) Power(q Q) float64 {
 	if q.Dim == units.Ratio {
-		return q.Canon / 100 * m.rated
+		return q.Canon / 100 * g.Rated.Canon
 	}
 	return q.Canon
 }

@@ -184,6 +184,7 @@ type LoadBank struct {
 	Rating     Q
 	Resolution Q
 	MaxRate    Q
+	Switching  Q // the fastest square wave its contactors can switch (frequency); unset: not stated
 	Kind       string
 	Pos        diag.Pos
 }

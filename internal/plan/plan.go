@@ -61,6 +61,10 @@ const (
 	// site a test bench's grid simulator the operator drives (action,
 	// expect).
 	OpGridDip = "grid_dip" // target, voltage_pu, duration_s, ?action, ?expect
+	// OpStopTraining ends the training pattern a train step started: the
+	// fleet's nodes idle, the load banks at zero. The runner also ends it
+	// when the case ends or the run aborts.
+	OpStopTraining = "stop_training"
 )
 
 // Drivers of a train step.
@@ -332,6 +336,7 @@ var Fields = map[string][]string{
 	OpOperator:     {"action", "expect"},
 	OpTrain:        {"driver", "period_s", "duty_pct", "duration_s", "?stall_at_s", "?stall_s", "?low_kw", "?high_kw", "?action", "?expect"},
 	OpGridDip:      {"target", "voltage_pu", "duration_s", "?action", "?expect"},
+	OpStopTraining: {},
 	InBand:         {"unit", "min|max", "steps|from", "?for_s"},
 	MaxDeviation:   {"unit", "reference", "max_deviation", "steps"},
 	RecoveryTime:   {"unit", "min|max", "within_s", "steps"},
@@ -343,4 +348,16 @@ var Fields = map[string][]string{
 	GridLine:       {"unit", "max", "band_low_hz", "band_high_hz", "window_s", "steps"},
 	GridBandRMS:    {"unit", "max", "band_low_hz", "band_high_hz", "window_s", "segment_s", "steps"},
 	RestoresWithin: {"share_pct", "reference_s", "within_s", "from", "for_s"},
+}
+
+// Trains reports whether a case of the plan has a train step.
+func (p *Plan) Trains() bool {
+	for _, c := range p.Cases {
+		for _, s := range c.Steps {
+			if s.Op == OpTrain {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -232,6 +232,7 @@ func (d *decoder) profile(name string, v cue.Value) *Profile {
 		code, _ := w.LookupPath(cue.ParsePath("fault")).Int64()
 		p.Watchdog = &Watchdog{After: d.duration(w, path+".watchdog", "after"), Fault: int(code)}
 	}
+	p.MinSwitchingPeriod = d.duration(v, path, "min_switching_period")
 	pv := v.LookupPath(cue.ParsePath("points"))
 	for _, l := range cueload.Labels(pv) {
 		p.Points = append(p.Points, d.point(p, l, pv.LookupPath(cue.MakePath(cue.Str(l))), path+".points."+quote(l)))

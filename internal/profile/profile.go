@@ -162,7 +162,10 @@ type Profile struct {
 	Limits    Limits
 	// Watchdog is a load bank's heartbeat watchdog, or nil.
 	Watchdog *Watchdog
-	Points   []*Point // sorted by name
+	// MinSwitchingPeriod is a load bank's shortest square-wave period
+	// (its contactors' limit), or 0 when the profile states none.
+	MinSwitchingPeriod time.Duration
+	Points             []*Point // sorted by name
 	// Plan is the Modbus read requests covering every point, planned once
 	// at load within Limits. Empty for SNMP.
 	Plan []Request

@@ -100,6 +100,7 @@ func (r *Runner) zeroAll(why string) (time.Duration, []string) {
 		since = r.abortInfo.At
 	}
 	r.mu.Unlock()
+	r.stopFleet(why)
 	var mu sync.Mutex
 	g := clock.NewGroup(r.clk)
 	var problems []string

@@ -80,6 +80,7 @@ func (r *Runner) runCase(ctx context.Context, i int, c plan.Case) (paused bool) 
 	tl.End = r.clk.Now()
 	smp.halt()
 	r.cleanUp(cr)
+	r.endTraining(cr)
 	if r.isAborted() {
 		res.Outcome, res.Reason, res.Ended = grade.Aborted, "the run was aborted during this case", ptrTime(r.clk.Now().UTC())
 		r.log.Warn("case aborted", "case", c.ID)

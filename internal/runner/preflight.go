@@ -11,6 +11,7 @@ import (
 
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/loadbank"
+	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/probe"
 )
 
@@ -45,6 +46,7 @@ func (r *Runner) preflight(ctx context.Context) []string {
 		}
 	}
 	rec.Problems = append(rec.Problems, r.interlocksArmed(readings)...)
+	rec.Problems = append(rec.Problems, r.switching()...)
 	for _, id := range r.cfg.Site.bankIDs() {
 		if w := r.cfg.Site.Banks[id].Watchdog(); w != nil && r.cfg.Heartbeat > w.After/3 {
 			rec.Problems = append(rec.Problems, fmt.Sprintf("load bank %s drops its load after %s without a heartbeat, and the runner beats every %s: beat at least every %s",
@@ -67,6 +69,37 @@ func (r *Runner) preflight(ctx context.Context) []string {
 	r.log.Info("preflight", "ok", rec.OK, "problems", len(rec.Problems), "channels", rec.Channels, "devices", rec.Devices)
 	r.prog.line(fmt.Sprintf("preflight: %s on %s, %s: %s", plural(rec.Channels, "channel"), plural(rec.Devices, "device"), plural(len(rec.Banks), "load bank"), okText(rec.OK)))
 	return rec.Problems
+}
+
+// switching finds square waves faster than a load bank's profile says
+// its contactors can switch.
+func (r *Runner) switching() []string {
+	var problems []string
+	for _, c := range r.cfg.Plan.Cases {
+		for _, s := range c.Steps {
+			var ids []string
+			switch {
+			case s.Op == plan.OpSquareWave:
+				ids = []string{s.LoadBank}
+			case s.Op == plan.OpTrain && s.Driver == plan.DriverLoadBanks:
+				ids = caseBanks(c)
+			}
+			for _, id := range ids {
+				b := r.cfg.Site.Banks[id]
+				if b == nil {
+					continue
+				}
+				p := b.Device().Profile()
+				if min := p.MinSwitchingPeriod; min > 0 && seconds(s.PeriodS) < min {
+					problems = append(problems, fmt.Sprintf("case %s step %s switches load bank %s with a period of %g s (%g Hz), "+
+						"faster than its profile %s's switching limit of %s (%g Hz): its contactors cannot; "+
+						"drive the case with the fleet's training step (train, driver fleet) or use a load bank that can switch that fast",
+						c.ID, s.ID, id, s.PeriodS, 1/s.PeriodS, p.Name, min, 1/min.Seconds()))
+				}
+			}
+		}
+	}
+	return problems
 }
 
 func okText(ok bool) string {

@@ -124,6 +124,13 @@ func caseBanks(c plan.Case) []string {
 			out = append(out, s.LoadBank)
 		}
 	}
+	// a train step driving the load banks names them in its preconditions
+	for _, p := range c.Preconditions {
+		if p.LoadBank != "" && !seen[p.LoadBank] {
+			seen[p.LoadBank] = true
+			out = append(out, p.LoadBank)
+		}
+	}
 	return out
 }
 

@@ -30,6 +30,9 @@ type Site struct {
 	// Faults performs fault steps and manual steps that name an event;
 	// nil on a real site, where an operator performs them.
 	Faults Faults
+	// Grid runs train, stop_training and grid_dip steps; nil on a real
+	// site, where an operator performs them.
+	Grid Grid
 	// BindingText is the binding without secrets (they are references),
 	// copied into the bundle; BindingDigest is its digest.
 	BindingText   []byte

@@ -41,6 +41,7 @@ type caseRun struct {
 	res      *results.Case
 	smp      *sampler
 	injected map[[2]string]bool // event, target in force because of this case
+	training bool               // a train step started a job no stop ended yet
 }
 
 // runSteps runs a case's program; each step's span goes into tl.
@@ -108,6 +109,12 @@ func (r *Runner) step(ctx context.Context, cr *caseRun, s plan.Step, rec *stepRe
 		return err
 	case plan.OpInjectFault, plan.OpRestore, plan.OpOperator:
 		return r.manual(ctx, cr, s, rec)
+	case plan.OpTrain:
+		return r.train(ctx, cr, s, rec)
+	case plan.OpStopTraining:
+		return r.stopTraining(ctx, cr, s, rec)
+	case plan.OpGridDip:
+		return r.gridDip(ctx, cr, s, rec)
 	}
 	return fmt.Errorf("unknown step op %q", s.Op)
 }

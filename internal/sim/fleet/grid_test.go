@@ -72,7 +72,14 @@ func TestGridJobDrawsWhatGridloadPredicts(t *testing.T) {
 	expect, _ := want.Power(l, sc)
 
 	g := nodes[3].gpus[2]
-	last := g.powerW
+	var gpus []*gpu
+	for _, n := range nodes {
+		gpus = append(gpus, n.gpus...)
+	}
+	last := make([]float64, len(gpus))
+	for i, g := range gpus {
+		last[i] = g.powerW
+	}
 	stallLow := math.Inf(1)
 	run(f, k, end, func(i int) {
 		if i == stop {
@@ -81,10 +88,12 @@ func TestGridJobDrawsWhatGridloadPredicts(t *testing.T) {
 		if i >= k+100 { // the first ramp up from the fleet's idle is done
 			require.InDelta(t, expect[i], r.GPUW, 1e-6, "sample %d (%.2f s into the job)", i, float64(i-k)*gdt)
 		}
-		d := g.powerW - last
-		require.LessOrEqual(t, d, s.RampUp*gdt+1e-9, "sample %d: the GPU rises faster than its ramp", i)
-		require.GreaterOrEqual(t, d, -s.RampDown*gdt-1e-9, "sample %d: the GPU falls faster than its ramp", i)
-		last = g.powerW
+		for j, g := range gpus {
+			d := g.powerW - last[j]
+			require.LessOrEqual(t, d, s.RampUp*gdt+1e-9, "sample %d: %s rises faster than its ramp", i, g.key)
+			require.GreaterOrEqual(t, d, -s.RampDown*gdt-1e-9, "sample %d: %s falls faster than its ramp", i, g.key)
+			last[j] = g.powerW
+		}
 		require.InDelta(t, base, r.LoadW-r.GPUW, 1e-6, "sample %d: the rack's draw besides its GPUs stays as it was idle", i)
 		if tj := float64(i-k) * gdt; tj > p.StallAtS+0.2 && tj < p.StallAtS+p.StallS {
 			stallLow = math.Min(stallLow, g.powerW)
