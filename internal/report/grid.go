@@ -122,7 +122,8 @@ func gridChannel(pc *plan.Case) string {
 type gridState struct {
 	channel string
 	tl      grade.Timeline
-	t, v    []float64 // s since the case started, the channel's unit
+	t       []time.Duration // since the case started
+	v       []float64       // the channel's unit
 	bad     int
 	dec     *Decimator
 }
@@ -146,7 +147,7 @@ func (g *gridState) add(s evidence.Sample) {
 		g.bad++
 		return
 	}
-	g.t = append(g.t, s.Time.Sub(g.tl.Start).Seconds())
+	g.t = append(g.t, s.Time.Sub(g.tl.Start))
 	g.v = append(g.v, s.Value)
 	g.dec.Add(s.Time, s.Value)
 }
@@ -247,6 +248,9 @@ func gridCheck(p *plan.Plan, k plan.Check, v grade.Verdict, tl *grade.Timeline) 
 	if gk.Unit == "" {
 		gk.Unit = k.Unit
 	}
+	if gk.Unit == "" && k.Kind == plan.RestoresWithin {
+		gk.Unit = "kW" // the power channel's, as the grader measures it
+	}
 	if !gk.HasLimit && k.Max != nil {
 		gk.Limit, gk.HasLimit = *k.Max, true
 	}
@@ -312,18 +316,14 @@ func (gc *GridCase) measure(st *gridState, pc *plan.Case, plots bool) {
 		a, b := st.index(w)
 		gc.Samples += b - a
 		if b-a >= 2 {
-			span += st.t[b-1] - st.t[a]
+			span += (st.t[b-1] - st.t[a]).Seconds()
 			gaps += b - a - 1
 		}
 	}
 	if span > 0 {
 		gc.Rate = float64(gaps) / span
 	}
-	rate := gc.Required
-	if rate == 0 {
-		rate = math.Round(gc.Rate)
-	}
-	if rate <= 0 || len(st.t) == 0 {
+	if len(st.t) == 0 {
 		return
 	}
 	scale, unit := 1.0, gc.Unit
@@ -334,7 +334,7 @@ func (gc *GridCase) measure(st *gridState, pc *plan.Case, plots bool) {
 		k := &gc.Checks[i]
 		switch k.Kind {
 		case plan.GridRamp, plan.GridSwing:
-			if err := k.worstWindow(st, rate); err != nil {
+			if err := k.worstWindow(st); err != nil {
 				gc.Problems = append(gc.Problems, fmt.Sprintf("%s: the worst window cannot be drawn: %v", k.ID, err))
 			}
 		}
@@ -346,7 +346,7 @@ func (gc *GridCase) measure(st *gridState, pc *plan.Case, plots bool) {
 		gc.Power = gc.powerPlot(st, scale, unit)
 	}
 	if gc.hasKind(plan.GridLine) {
-		sp, err := gc.spectrum(st, rate, scale, unit)
+		sp, err := gc.spectrum(st, scale, unit)
 		if err != nil {
 			gc.Problems = append(gc.Problems, "the spectrum cannot be drawn: "+err.Error())
 		}
@@ -368,9 +368,9 @@ func (gc *GridCase) hasKind(kinds ...string) bool {
 
 // index returns the samples of st in the window: st.t[a:b].
 func (g *gridState) index(w plan.Window) (a, b int) {
-	from, to := w.From.Sub(g.tl.Start).Seconds(), w.To.Sub(g.tl.Start).Seconds()
-	a = sort.SearchFloat64s(g.t, from-1e-9)
-	b = sort.Search(len(g.t), func(i int) bool { return g.t[i] > to+1e-9 })
+	from, to := w.From.Sub(g.tl.Start), w.To.Sub(g.tl.Start)
+	a = sort.Search(len(g.t), func(i int) bool { return g.t[i] >= from })
+	b = sort.Search(len(g.t), func(i int) bool { return g.t[i] > to })
 	return a, max(a, b)
 }
 
@@ -382,56 +382,148 @@ func (g *gridState) peak() float64 {
 	return p
 }
 
-// resample is the window's samples on a uniform grid at rate from the
-// window's first sample, linearly interpolated between the samples
-// either side, and the time of its first value.
-func (g *gridState) resample(w plan.Window, rate float64) (gridsignal.Series, float64) {
-	a, b := g.index(w)
-	if b-a < 2 {
-		return gridsignal.Series{Rate: rate}, 0
-	}
-	t, v := g.t[a:b], g.v[a:b]
-	t0 := t[0]
-	n := int(math.Floor((t[len(t)-1]-t0)*rate*(1+1e-9))) + 1
-	out := make([]float64, n)
-	j := 0
-	for i := range out {
-		x := t0 + float64(i)/rate
-		for j+1 < len(t)-1 && t[j+1] <= x {
-			j++
-		}
-		switch {
-		case x <= t[j]:
-			out[i] = v[j]
-		case x >= t[j+1]:
-			out[i] = v[j+1]
-		default:
-			f := (x - t[j]) / (t[j+1] - t[j])
-			out[i] = v[j] + f*(v[j+1]-v[j])
-		}
-	}
-	return gridsignal.Series{Rate: rate, Values: out}, t0
+// gridRun is a stretch of a check's samples put on the grid the grader
+// measures (internal/grade/grid.go, "The uniform grid"): a step's good
+// samples split at gaps longer than the channel's max gap, resampled
+// from the run's first sample. T0 is that sample's time since the case
+// started, in seconds; K the intervals in window_s.
+type gridRun struct {
+	T0 float64
+	K  int
+	S  gridsignal.Series
 }
 
-// worstWindow finds the ramp's or swing's worst window on the resampled
-// samples of each of the check's steps, for the plot.
-func (k *GridCheck) worstWindow(st *gridState, rate float64) error {
-	wins, err := k.planCheck.Windows(st.tl)
+// runs are the check's runs on the grader's grid.
+func (g *gridState) runs(k plan.Check) ([]gridRun, error) {
+	wins, err := k.Windows(g.tl)
+	if err != nil {
+		return nil, err
+	}
+	maxGap := 2 * time.Second // grade.New's default
+	if s := g.tl.MaxGapS[k.Channel]; s > 0 {
+		maxGap = plan.Seconds(s)
+	}
+	var out []gridRun
+	for _, w := range wins {
+		a, b := g.index(w)
+		ts, vs := g.t[a:b], g.v[a:b]
+		from := 0
+		for i := 1; i <= len(ts); i++ {
+			if i < len(ts) && ts[i]-ts[i-1] <= maxGap {
+				continue
+			}
+			if i-from >= 2 {
+				if r, ok := gridRunOf(ts[from:i], vs[from:i], k); ok {
+					out = append(out, r)
+				}
+			}
+			from = i
+		}
+	}
+	return out, nil
+}
+
+// gridRunOf resamples one run as the grader does: an interval dividing
+// window_s into K, K the least whole number of intervals no longer than
+// the run's (lower) median sample interval, for a spectral check at
+// least 2.5·f2·window_s and with no prime factor above 5.
+func gridRunOf(ts []time.Duration, vs []float64, k plan.Check) (gridRun, bool) {
+	d := make([]time.Duration, len(ts)-1)
+	for i := range d {
+		d[i] = ts[i+1] - ts[i]
+	}
+	slices.Sort(d)
+	dt := d[(len(d)-1)/2].Seconds()
+	if dt <= 0 || k.WindowS <= 0 {
+		return gridRun{}, false
+	}
+	n := int(math.Ceil(k.WindowS / dt * (1 - 1e-9)))
+	if k.Kind == plan.GridLine || k.Kind == plan.GridBandRMS {
+		n = smoothAbove(max(n, int(math.Ceil(gridsignal.MinRateFactor*k.BandHighHz*k.WindowS*(1-1e-9)))))
+	}
+	rate := float64(n) / k.WindowS
+	span := (ts[len(ts)-1] - ts[0]).Seconds()
+	out := make([]float64, int(math.Floor(span*rate*(1+1e-9)))+1)
+	step := 1e9 / rate
+	j, last := 0, len(ts)-1
+	for i := range out {
+		t := float64(ts[0]) + float64(i)*step
+		for j+1 < last && float64(ts[j+1]) <= t {
+			j++
+		}
+		a, b := float64(ts[j]), float64(ts[j+1])
+		switch {
+		case t >= b:
+			out[i] = vs[j+1]
+		case t <= a:
+			out[i] = vs[j]
+		default:
+			out[i] = vs[j] + (t-a)/(b-a)*(vs[j+1]-vs[j])
+		}
+	}
+	return gridRun{T0: ts[0].Seconds(), K: n, S: gridsignal.Series{Rate: rate, Values: out}}, true
+}
+
+// smooth5 reports whether n has no prime factor above 5.
+func smooth5(n int) bool {
+	for _, p := range []int{2, 3, 5} {
+		for n%p == 0 {
+			n /= p
+		}
+	}
+	return n == 1
+}
+
+// smoothAbove is the least n' >= n with no prime factor above 5.
+func smoothAbove(n int) int {
+	for ; !smooth5(n); n++ {
+	}
+	return n
+}
+
+// smoothBelow is the greatest n' <= n with no prime factor above 5.
+func smoothBelow(n int) int {
+	for ; n > 1 && !smooth5(n); n-- {
+	}
+	return n
+}
+
+// recordStarts are the first samples of the records of l samples in n,
+// as the grader takes them: every l from 0, and one ending at n when
+// samples are left over.
+func recordStarts(n, l int) []int {
+	var out []int
+	a := 0
+	for ; a+l <= n; a += l {
+		out = append(out, a)
+	}
+	if a < n && n >= l {
+		out = append(out, n-l)
+	}
+	return out
+}
+
+// worstWindow finds the ramp's or swing's worst window as the grader
+// does, for the plot: on each run, within window_s (a run shorter than
+// that: within the run), the first of the largest.
+func (k *GridCheck) worstWindow(st *gridState) error {
+	runs, err := st.runs(k.planCheck)
 	if err != nil {
 		return err
 	}
 	var lastErr error
-	for _, w := range wins {
-		s, t0 := st.resample(w, rate)
-		if len(s.Values) < 2 {
-			continue
+	for _, r := range runs {
+		s := r.S
+		w := k.WindowS
+		if len(s.Values)-1 < r.K {
+			w = float64(len(s.Values)-1) / s.Rate
 		}
 		var c gridsignal.Change
 		if k.Kind == plan.GridSwing {
-			c, err = gridsignal.Swing(s, k.WindowS)
+			c, err = gridsignal.Swing(s, w)
 		} else {
 			var up, down gridsignal.Change
-			up, down, err = gridsignal.Ramp(s, k.WindowS)
+			up, down, err = gridsignal.Ramp(s, w)
 			c = up
 			if k.Direction == plan.Down {
 				c = down
@@ -442,9 +534,9 @@ func (k *GridCheck) worstWindow(st *gridState, rate float64) error {
 			continue
 		}
 		if k.worst == nil || c.Value > k.worst.Value {
-			i, j := int(math.Round(c.From*rate)), int(math.Round(c.To*rate))
+			i, j := int(math.Round(c.From*s.Rate)), int(math.Round(c.To*s.Rate))
 			k.worstV = [2]float64{s.Values[i], s.Values[j]}
-			c.From, c.To = c.From+t0, c.To+t0
+			c.From, c.To = c.From+r.T0, c.To+r.T0
 			k.worst = &c
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,8 +86,8 @@ var (
 	gridRuns = map[string]*Run{}
 )
 
-// gridRun writes and loads (once per defect) a bundle of the grid plan.
-func gridRun(t *testing.T, defect string) *Run {
+// loadGridRun writes and loads (once per defect) a bundle of the grid plan.
+func loadGridRun(t *testing.T, defect string) *Run {
 	t.Helper()
 	gridMu.Lock()
 	defer gridMu.Unlock()
@@ -136,7 +137,7 @@ func TestGridSection(t *testing.T) {
 		{reporttest.GridOscillation, true, Fail},
 	} {
 		t.Run("defect="+tt.defect, func(t *testing.T) {
-			r := gridRun(t, tt.defect)
+			r := loadGridRun(t, tt.defect)
 			require.Len(t, r.Grid, 2)
 			tr := gridCase(t, r, "training-2s")
 			assert.Equal(t, poi, tr.Channel)
@@ -193,7 +194,7 @@ func TestGridSection(t *testing.T) {
 // the failing bundle: a row per check with its limit, value, margin and
 // the re-graded verdict, the sampling achieved, what drove the site.
 func TestGridSummaryFiles(t *testing.T) {
-	r := gridRun(t, reporttest.GridOscillation)
+	r := loadGridRun(t, reporttest.GridOscillation)
 	var buf bytes.Buffer
 	require.NoError(t, GridSummaryJSON(&buf, r))
 	var s GridSummary
@@ -256,7 +257,7 @@ func TestGridSummaryFiles(t *testing.T) {
 // and three plots (power, spectrum, ride-through), and no section in a
 // report of a plan without grid cases.
 func TestGridSectionInHTML(t *testing.T) {
-	r := gridRun(t, reporttest.GridOscillation)
+	r := loadGridRun(t, reporttest.GridOscillation)
 	var buf bytes.Buffer
 	require.NoError(t, HTML(&buf, r))
 	page := buf.String()
@@ -268,7 +269,35 @@ func TestGridSectionInHTML(t *testing.T) {
 	assert.Contains(t, page, "frequency (Hz, log scale)")
 	assert.Contains(t, page, "The contract&#39;s ride-through curve is not in the plan")
 
-	healthy := gridRun(t, "")
+	healthy := loadGridRun(t, "")
 	assert.Nil(t, (&Run{}).GridSummary())
 	assert.NotNil(t, healthy.GridSummary())
+}
+
+// TestGridSectionInChromium opens the failing grid bundle's page in
+// headless Chromium: no console message, the grid section's three plots
+// and one per case with samples, ink in the screenshot. With
+// -screenshots DIR it writes the grid section's (report-grid.png, for
+// docs/grid.md).
+func TestGridSectionInChromium(t *testing.T) {
+	r := loadGridRun(t, reporttest.GridOscillation)
+	var buf bytes.Buffer
+	require.NoError(t, HTML(&buf, r))
+	path := filepath.Join(t.TempDir(), "report.html")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	p := openReport(t, path)
+	if *screenshots != "" {
+		shoot(t, path, *screenshots, "", map[string]string{"report-grid.png": "#grid"})
+	}
+	assert.Empty(t, p.console, "console messages")
+	plots := 3
+	for _, c := range r.Cases {
+		if c.Plot != nil {
+			plots++
+		}
+	}
+	assert.Equal(t, plots, p.plots, "the grid section's three plots and the cases'")
+	ink, blue, _ := inkStats(t, p.png)
+	assert.Greater(t, ink, 0.03, "the screenshot is blank")
+	assert.Greater(t, blue, 2000, "no measured line drawn")
 }

@@ -109,8 +109,8 @@ func (gc *GridCase) rideThrough(st *gridState, scale float64, unit string) *Plot
 		}
 		from, end := sp.Start.Sub(st.tl.Start).Seconds(), sp.End.Sub(st.tl.Start).Seconds()
 		sum, n := 0.0, 0
-		for i, t := range st.t {
-			if t >= from-k.ReferenceS && t < from {
+		for i, at := range st.t {
+			if t := at.Seconds(); t >= from-k.ReferenceS && t < from {
 				sum += st.v[i]
 				n++
 			}
@@ -120,6 +120,9 @@ func (gc *GridCase) rideThrough(st *gridState, scale float64, unit string) *Plot
 		}
 		ref := sum / float64(n)
 		lo := k.SharePct / 100 * ref / scale
+		if k.HasLimit { // the grader's threshold, to the bit
+			lo = k.Limit / scale
+		}
 		failed := k.Verdict == Fail
 		d.Bands = append(d.Bands, Band{From: end + k.WithinS, To: end + k.ForS, Lo: lo, Hi: math.Inf(1), Failed: failed,
 			Label: fmt.Sprintf("restored: at least %g %% of %s, the mean over the %g s before %s (%s)", k.SharePct, fmtNum(ref/scale, unit), k.ReferenceS, k.From, k.ID)})
@@ -149,12 +152,13 @@ type SpectrumBand struct {
 	Failed  bool
 }
 
-// spectrum takes the first line check's records (window_s each, one
-// after the other from its steps' first samples, resampled at rate),
-// picks the record with the largest line in its band (the one the
-// grader grades as the worst), and returns its whole spectrum with
-// every line check's band, limit and largest line.
-func (gc *GridCase) spectrum(st *gridState, rate, scale float64, unit string) (*SpectrumData, error) {
+// spectrum takes the first line check's records as the grader cuts
+// them (window_s each, one after the other from each run's first
+// sample, and one more ending at its last), picks the record with the
+// largest line in the check's band (the first of the largest: the one
+// the grader reports), and returns its whole spectrum with every line
+// check's band, limit and largest line.
+func (gc *GridCase) spectrum(st *gridState, scale float64, unit string) (*SpectrumData, error) {
 	var first *GridCheck
 	for i := range gc.Checks {
 		if gc.Checks[i].Kind == plan.GridLine {
@@ -162,7 +166,7 @@ func (gc *GridCase) spectrum(st *gridState, rate, scale float64, unit string) (*
 			break
 		}
 	}
-	wins, err := first.planCheck.Windows(st.tl)
+	runs, err := st.runs(first.planCheck)
 	if err != nil {
 		return nil, err
 	}
@@ -170,31 +174,34 @@ func (gc *GridCase) spectrum(st *gridState, rate, scale float64, unit string) (*
 	var bestAt float64
 	bestAmp := math.Inf(-1)
 	var lastErr error
-	for _, w := range wins {
-		s, t0 := st.resample(w, rate)
-		n := int(math.Round(first.WindowS * rate))
-		if n > len(s.Values) || n < 3 {
-			n = len(s.Values)
+	for _, r := range runs {
+		l := r.K
+		if len(r.S.Values) < l {
+			l = smoothBelow(len(r.S.Values))
 		}
-		for a := 0; n >= 3 && a+n <= len(s.Values); a += n {
-			rec := gridsignal.Series{Rate: rate, Values: s.Values[a : a+n]}
-			l, err := gridsignal.LargestLine(rec, first.BandLowHz, first.BandHighHz)
+		for _, a := range recordStarts(len(r.S.Values), l) {
+			rec := gridsignal.Series{Rate: r.S.Rate, Values: r.S.Values[a : a+l]}
+			line, err := gridsignal.LargestLine(rec, first.BandLowHz, first.BandHighHz)
 			if err != nil {
 				lastErr = err
 				continue
 			}
-			if l.Amplitude > bestAmp {
-				best, bestAt, bestAmp = rec, t0+float64(a)/rate, l.Amplitude
+			if line.Amplitude > bestAmp {
+				best, bestAt, bestAmp = rec, r.T0+float64(a)/r.S.Rate, line.Amplitude
 			}
 		}
 	}
 	if best.Values == nil {
 		if lastErr == nil {
-			lastErr = fmt.Errorf("no record of %g s in the samples of %v", first.WindowS, first.steps)
+			lastErr = fmt.Errorf("no record of %g s in the samples of %s", first.WindowS, strings.Join(first.steps, ", "))
 		}
 		return nil, lastErr
 	}
-	n := len(best.Values)
+	if first.HasValue && math.Abs(first.Measured-bestAmp) > 1e-6*math.Max(1, math.Abs(first.Measured)) {
+		gc.Problems = append(gc.Problems, fmt.Sprintf("%s: the spectrum drawn reads its largest line as %s, the grader %s: the plot is of a different record than the one graded",
+			first.ID, fmtNum(bestAmp, gc.Unit), fmtNum(first.Measured, gc.Unit)))
+	}
+	n, rate := len(best.Values), best.Rate
 	lines, err := gridsignal.Spectrum(best, rate/float64(n), rate/gridsignal.MinRateFactor)
 	if err != nil {
 		return nil, err
