@@ -23,10 +23,13 @@ import (
 // further apart than the channel's max gap. A run is resampled by
 // linear interpolation from its first sample, at an interval that
 // divides window_s into a whole number of intervals no longer than the
-// run's median sample interval (the lower median); for grid_line and
+// run's median sample interval (the lower median, of at most 65,536
+// intervals spread evenly over the run); for grid_line and
 // grid_band_rms that number has no prime factor above 5 (a record of
 // window_s is then an FFT of a length that stays fast) and is at least
-// 2.5 × f2 × window_s. So the grid is never coarser than the samples.
+// 2.5 × f2 × window_s. So the grid is never coarser than the samples,
+// and a meter read at a steady period whose window_s is a whole number
+// of periods (20 ms and 60 s) is measured as it was sampled.
 //
 // # Records
 //
@@ -46,7 +49,10 @@ import (
 // bridged by interpolation in it). Else ERROR: samples slower than the
 // band needs (the median interval above 1/(2.5 × f2), with 1 % of
 // slack for timestamps' jitter), then a gap longer than the max gap,
-// then a step too short to measure. Else PASS.
+// then a step too short to measure. Else PASS. Measured is the worst
+// measure in the channel's unit (kW), Limit is max, Margin max −
+// Measured, and At where the worst change (its earlier sample) or
+// record starts.
 
 // rateSlack is how far the samples' median rate may fall below
 // 2.5 × f2 (timestamps jitter) before the band is refused.
