@@ -32,6 +32,8 @@ import (
 //	POST   /v1/fleet/defects             {"kind", "target", ...} (fleet.Defect)
 //	DELETE /v1/fleet/defects?kind=K&target=T
 //	GET    /v1/fleet/bmcs                the BMCs served: name, what they manage, address
+//	POST   /v1/fleet/train               {"period_s", "compute_share", "stall_at_s", "stall_s"}: the grid job on every node that is on
+//	POST   /v1/fleet/stop                every training node idle
 //	POST   /v1/grid/dip                  {"target", "voltage_pu", "seconds"}: the grid dips at the POI
 //	GET    /v1/grid                      the grid's voltage and the POI meter's power
 //
