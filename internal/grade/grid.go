@@ -281,20 +281,11 @@ func (m *gridMeasure) measure(ts []time.Duration, vs []float64) (found, error) {
 	if len(ts) < 2 {
 		return found{}, fmt.Errorf("%w: one sample", gridsignal.ErrWindow)
 	}
-	dt := medianInterval(ts).Seconds()
-	if dt <= 0 {
-		return found{}, fmt.Errorf("%w: most samples share their time with another", gridsignal.ErrSeries)
+	rate, err := GridRate(c, medianInterval(ts))
+	if err != nil {
+		return found{}, err
 	}
-	k := math.Ceil(c.WindowS / dt * (1 - gridTol))
-	if m.spectral() {
-		need := gridsignal.MinRateFactor * c.BandHighHz
-		if 1/dt < need*(1-rateSlack) {
-			return found{}, fmt.Errorf("%w: the samples come every %s (%.4g samples/s); the band up to %g Hz needs at least %g samples/s (%g × f2)",
-				gridsignal.ErrRate, durationText(dt), 1/dt, c.BandHighHz, need, gridsignal.MinRateFactor)
-		}
-		k = float64(smoothAbove(int(math.Max(k, math.Ceil(need*c.WindowS*(1-gridTol))))))
-	}
-	rate := k / c.WindowS
+	k := math.Round(rate * c.WindowS) // intervals per window_s
 	x := resample(ts, vs, rate)
 	f := found{rate: rate}
 	start := ts[0]
@@ -351,6 +342,36 @@ func (m *gridMeasure) measure(ts []time.Duration, vs []float64) (found, error) {
 		f.records++
 	}
 	return f, nil
+}
+
+// GridRate is the rate, in samples/s, of the uniform grid a grid
+// check (grid_ramp, grid_swing, grid_line, grid_band_rms) puts a
+// stretch of samples on whose median interval is interval: window_s
+// divided into a whole number of intervals no longer than interval
+// (for the spectral kinds a number with no prime factor above 5, and at
+// least 2.5 × f2 × window_s). A record the grader measures starts at a
+// verdict's At and holds window_s × rate samples, so a plot can
+// resample the same record. The error wraps gridsignal.ErrRate when the
+// interval is too long for the band (more than 1 % above
+// 1/(2.5 × f2)), gridsignal.ErrSeries when it is not positive.
+func GridRate(c plan.Check, interval time.Duration) (float64, error) {
+	dt := interval.Seconds()
+	if dt <= 0 {
+		return 0, fmt.Errorf("%w: most samples share their time with another", gridsignal.ErrSeries)
+	}
+	if !(c.WindowS > 0) {
+		return 0, fmt.Errorf("%w: window_s %g s", gridsignal.ErrWindow, c.WindowS)
+	}
+	k := math.Ceil(c.WindowS / dt * (1 - gridTol))
+	if c.Kind == plan.GridLine || c.Kind == plan.GridBandRMS {
+		need := gridsignal.MinRateFactor * c.BandHighHz
+		if 1/dt < need*(1-rateSlack) {
+			return 0, fmt.Errorf("%w: the samples come every %s (%.4g samples/s); the band up to %g Hz needs at least %g samples/s (%g × f2)",
+				gridsignal.ErrRate, durationText(dt), 1/dt, c.BandHighHz, need, gridsignal.MinRateFactor)
+		}
+		k = float64(smoothAbove(int(math.Max(k, math.Ceil(need*c.WindowS*(1-gridTol))))))
+	}
+	return k / c.WindowS, nil
 }
 
 // recordStarts are the first samples of the records of l samples in n:

@@ -290,6 +290,28 @@ func TestGridHelpers(t *testing.T) {
 	ts := []time.Duration{0, 10 * time.Millisecond, 30 * time.Millisecond}
 	assert.Equal(t, []float64{0, 1, 2, 3}, resample(ts, []float64{0, 1, 3}, 100))
 	assert.Equal(t, [][2]int{{0, 2}, {2, 3}}, runs([]time.Duration{0, time.Second, 3 * time.Second}, time.Second))
+	for _, tt := range []struct {
+		c        plan.Check
+		interval time.Duration
+		rate     float64
+		err      string
+	}{
+		{gridCheck(plan.GridLine, 1), 20 * time.Millisecond, 50, ""},
+		{gridCheck(plan.GridLine, 1), time.Millisecond, 1000, ""},
+		{gridCheck(plan.GridLine, 1), 19900 * time.Microsecond, 3072.0 / 60, ""},        // 3016 intervals: 3072 = 2^10·3
+		{gridCheck(plan.GridLine, 1), 20100 * time.Microsecond, 50, ""},                 // 0.5 % slow: within the slack, the grid at 2.5 × f2
+		{gridCheck(plan.GridRamp, 1), 19900 * time.Microsecond, 51, ""},                 // 51 intervals in 1 s
+		{gridCheck(plan.GridSwing, 1), 7 * time.Millisecond, 8572.0 / 60, ""},           // no smoothing for ramp and swing
+		{gridCheck(plan.GridBandRMS, 1), 21 * time.Millisecond, 0, "needs at least 50"}, // 5 % slow
+	} {
+		rate, err := GridRate(tt.c, tt.interval)
+		if tt.err != "" {
+			assert.ErrorContains(t, err, tt.err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.InDelta(t, tt.rate, rate, 1e-9, "%s at %s", tt.c.Kind, tt.interval)
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 200 {
 		d := make([]time.Duration, 1+r.IntN(40))
