@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("alerts", "write the site's Prometheus alerting rules: headroom, N-1, supply temperature, silent devices, facilityd's", runAlerts).
+	register("alerts", "write the site's Prometheus alerting rules: headroom, N-1, supply temperature, silent devices, grid ramp, swing and oscillation, facilityd's", runAlerts).
 		WithExample("contractc alerts contracts/examples/threemodule --out rules.yml")
 }
 

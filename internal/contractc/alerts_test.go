@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,21 +86,129 @@ tests:
       exp_annotations: {summary: "device cdu-l2 gives no fresh good reading: the headroom it measures is unknown"}
 `
 
+// promtoolGridTest is a unit test of the example's grid rules (its
+// u1-site boundary: 1 MW/s and 5 MW/min ramps, a 20 % swing of 6.5 MW
+// within a minute, a line and a band RMS of at most 1 % of it in
+// 0.1-20 Hz): a quiet site (figures well under every limit, the band
+// covered to 20 Hz) fires nothing; a 1.5 MW rise within a second fires
+// the ramp breach and nothing else of the grid; a 100 kW line at 2 Hz
+// (70.7 kW RMS) fires both oscillation alerts; the meter polled at 5/s
+// (the band covered to 2 Hz) fires the coverage alert after --for.
+const promtoolGridTest = `rule_files: [rules.yml]
+evaluation_interval: 15s
+tests:
+- interval: 15s
+  input_series:
+  - series: 'seam_grid_ramp_watts{boundary="u1-site",channel="u1/site/power",direction="up",window="1s"}'
+    values: '2e4x4 1.5e6x8'
+  - series: 'seam_grid_ramp_watts{boundary="u1-site",channel="u1/site/power",direction="up",window="1m"}'
+    values: '5e4x4 1.5e6x8'
+  - series: 'seam_grid_ramp_watts{boundary="u1-site",channel="u1/site/power",direction="down",window="1s"}'
+    values: '2e4x12'
+  - series: 'seam_grid_swing_watts{boundary="u1-site",channel="u1/site/power",window="1m"}'
+    values: '5e4x4 1.2e6x8'
+  - series: 'seam_grid_band_line_watts{boundary="u1-site",channel="u1/site/power",band_low_hz="0.1",band_high_hz="20"}'
+    values: '1e3x12'
+  - series: 'seam_grid_band_rms_watts{boundary="u1-site",channel="u1/site/power",band_low_hz="0.1",band_high_hz="20"}'
+    values: '2e3x12'
+  - series: 'seam_grid_band_covered_high_hertz{boundary="u1-site",channel="u1/site/power"}'
+    values: '20x12'
+  alert_rule_test:
+  - eval_time: 45s
+    alertname: SeamGridRampBreach
+    exp_alerts: []
+  - eval_time: 2m
+    alertname: SeamGridRampBreach
+    exp_alerts:
+    - exp_labels: {severity: critical, receiver: pager, boundary: u1-site, channel: u1/site/power, direction: up, window: 1s}
+      exp_annotations: {summary: "site power at the point of interconnection (u1-site) rose 1.5MW within 1s, more than the 1 MW/s the utility allows (boundaries.\"u1-site\".grid.require.ramp.up.per_second)"}
+  - eval_time: 2m
+    alertname: SeamGridSwingBreach
+    exp_alerts: []
+  - eval_time: 2m
+    alertname: SeamGridOscillationLine
+    exp_alerts: []
+  - eval_time: 2m
+    alertname: SeamGridOscillationRMS
+    exp_alerts: []
+  - eval_time: 2m
+    alertname: SeamGridBandCoverageShort
+    exp_alerts: []
+- interval: 15s
+  input_series:
+  - series: 'seam_grid_ramp_watts{boundary="u1-site",channel="u1/site/power",direction="up",window="1s"}'
+    values: '2e5x12'
+  - series: 'seam_grid_band_line_watts{boundary="u1-site",channel="u1/site/power",band_low_hz="0.1",band_high_hz="2"}'
+    values: '1e3x4 1e5x8'
+  - series: 'seam_grid_band_rms_watts{boundary="u1-site",channel="u1/site/power",band_low_hz="0.1",band_high_hz="2"}'
+    values: '2e3x4 70710x8'
+  - series: 'seam_grid_band_covered_high_hertz{boundary="u1-site",channel="u1/site/power"}'
+    values: '2x12'
+  alert_rule_test:
+  - eval_time: 15s
+    alertname: SeamGridBandCoverageShort
+    exp_alerts: []
+  - eval_time: 2m
+    alertname: SeamGridOscillationLine
+    exp_alerts:
+    - exp_labels: {severity: critical, receiver: pager, boundary: u1-site, channel: u1/site/power, band_low_hz: "0.1", band_high_hz: "2"}
+      exp_annotations: {summary: "site power at the point of interconnection (u1-site) oscillates with a line of 100kW in 0.1-2 Hz, above the 1 % (65kW) the utility allows (boundaries.\"u1-site\".grid.require.oscillation.line)"}
+  - eval_time: 2m
+    alertname: SeamGridOscillationRMS
+    exp_alerts:
+    - exp_labels: {severity: critical, receiver: pager, boundary: u1-site, channel: u1/site/power, band_low_hz: "0.1", band_high_hz: "2"}
+      exp_annotations: {summary: "site power at the point of interconnection (u1-site) carries 70.71kW RMS in 0.1-2 Hz, above the 1 % (65kW) the utility allows (boundaries.\"u1-site\".grid.require.oscillation.rms)"}
+  - eval_time: 2m
+    alertname: SeamGridRampBreach
+    exp_alerts: []
+  - eval_time: 2m
+    alertname: SeamGridBandCoverageShort
+    exp_alerts:
+    - exp_labels: {severity: warning, receiver: pager, boundary: u1-site, channel: u1/site/power}
+      exp_annotations: {summary: "the live grid figures of u1-site cover 0.1-2 Hz of the clause's 0.1-20 Hz: poll u1/site/power at least 50 times a second (2.5 × 20 Hz), or take the band from an analyser"}
+`
+
+// gridExample is the worked example with its grid boundary's POI meter
+// channel u1/site/power (written into a copy when the example does not
+// name one yet).
+func gridExample(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS("../../contracts/examples/threemodule")))
+	p := filepath.Join(dir, "grid.cue")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := string(b)
+	if !strings.Contains(s, `channel: "u1/site/power"`) {
+		s = strings.Replace(s, "channels: {}", `channels: "u1/site/power": {quantity: "power"}`, 1)
+		s = strings.Replace(s, `rated: "6.5 MW"`, "rated: \"6.5 MW\"\n\t\tchannel: \"u1/site/power\"", 1)
+		require.Contains(t, s, `channel: "u1/site/power"`)
+		require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+	}
+	return dir
+}
+
 // contractc alerts writes a rule file Debian's promtool accepts, whose
-// rules fire on the conditions they name and not before.
+// rules fire on the conditions they name and not before: the headroom's
+// and, for the example's grid boundary with its POI meter channel, the
+// live grid figures' (a ramp breach and an oscillation fire, a quiet
+// site does not).
 func TestAlertsPromtool(t *testing.T) {
 	promtool := peer.Need(t, "promtool")
 	dir := t.TempDir()
 	rules := filepath.Join(dir, "rules.yml")
 	var stdout, stderr bytes.Buffer
-	code := Main([]string{"alerts", "../../contracts/examples/threemodule", "--out", rules, "--silent-for", "1m"}, &stdout, &stderr)
+	code := Main([]string{"alerts", gridExample(t), "--out", rules, "--silent-for", "1m"}, &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
+	assert.Equal(t, "wrote "+rules+": 54 Prometheus alerting rules in 7 groups\n", stdout.String())
 	out, err := peer.Run(30*time.Second, promtool, "check", "rules", rules)
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "SUCCESS: 46 rules found")
+	assert.Contains(t, out, "SUCCESS: 54 rules found", "46 and the grid's 8: four ramps, swing, line, band RMS, coverage")
 	test := filepath.Join(dir, "test.yml")
 	require.NoError(t, os.WriteFile(test, []byte(promtoolTest), 0o644))
-	out, err = peer.Run(60*time.Second, promtool, "test", "rules", test)
+	grid := filepath.Join(dir, "grid.yml")
+	require.NoError(t, os.WriteFile(grid, []byte(promtoolGridTest), 0o644))
+	out, err = peer.Run(60*time.Second, promtool, "test", "rules", test, grid)
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "SUCCESS")
+	assert.Equal(t, 2, strings.Count(out, "SUCCESS"), out)
 }

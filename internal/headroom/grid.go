@@ -61,9 +61,9 @@ func gridsOf(c *contract.Contracts) []*Grid {
 		rated := g.Rated.Canon * 1000
 		share := func(q contract.Q) float64 {
 			if q.Dim == units.Ratio {
-				return q.Canon / 100 * rated
+				return milli(q.Canon / 100 * rated)
 			}
-			return q.Canon * 1000
+			return milli(q.Canon * 1000)
 		}
 		gw := &Grid{Boundary: b.ID, Channel: g.Channel.To, Path: g.Path, RatedW: rated, SwingWindowS: 60}
 		for _, r := range []struct {
@@ -76,7 +76,7 @@ func gridsOf(c *contract.Contracts) []*Grid {
 				window float64
 			}{{"per_second", r.lim.PerSecond, 1}, {"per_minute", r.lim.PerMinute, 60}} {
 				if w.q.Set && w.q.Canon > 0 {
-					gw.Ramps = append(gw.Ramps, GridRamp{Direction: r.dir, WindowS: w.window, LimitW: w.q.Canon * w.window * 1000,
+					gw.Ramps = append(gw.Ramps, GridRamp{Direction: r.dir, WindowS: w.window, LimitW: milli(w.q.Canon * w.window * 1000),
 						Limit: w.q.Raw, Path: g.Path + ".require.ramp." + r.dir + "." + w.name})
 				}
 			}
@@ -105,6 +105,10 @@ func gridsOf(c *contract.Contracts) []*Grid {
 	}
 	return out
 }
+
+// milli rounds watts to the milliwatt: 5 MW/min × 1 min is 5e6 W, not
+// the 5.000000000000001e6 of its canonical kW/s.
+func milli(w float64) float64 { return math.Round(w*1000) / 1000 }
 
 // ramp windows every grid exposes, whether or not a clause limits them.
 var gridRampWindows = []float64{1, 60}
@@ -440,9 +444,11 @@ func gridRules(m *Model, o RuleOptions) []Rule {
 			if r.Direction == "down" {
 				verb = "fell"
 			}
+			labels := pager("critical")
+			labels["direction"], labels["window"] = r.Direction, w // one rule per clause, told apart
 			out = append(out, Rule{Alert: "SeamGridRampBreach",
 				Expr:   fmt.Sprintf("seam_grid_ramp_watts%s > %s", sel(fmt.Sprintf(",direction=%q,window=%q", r.Direction, w)), num(r.LimitW)),
-				Labels: pager("critical"),
+				Labels: labels,
 				Summary: fmt.Sprintf("site power at the point of interconnection (%s) %s {{ $value | humanize }}W within %s, more than the %s the utility allows (%s)",
 					g.Boundary, verb, w, r.Limit, r.Path)})
 		}

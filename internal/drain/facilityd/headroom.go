@@ -26,7 +26,15 @@ func (d *Daemon) withHeadroom(sample func(probe.Sample), byPoint map[string][]st
 	for _, dev := range devices {
 		names = append(names, dev.Name())
 	}
+	m.Grids = d.boundGrids(m.Grids, byPoint)
 	c := headroom.NewCollector(m, byPoint, names, d.Clock.Now, d.headroomStale())
+	if len(m.Grids) > 0 {
+		// the live grid figures, sampled at the poll's rate: the band is
+		// measured up to 1/(2.5 × the poll period)
+		if err := c.WatchGrid(d.Cfg.Poll.Period.D(500 * time.Millisecond)); err != nil {
+			d.problem("headroom: %v", err)
+		}
+	}
 	if err := d.Metrics.Registry.Register(c); err != nil {
 		d.problem("headroom: %v", fmt.Errorf("registering its metrics: %w", err))
 		return sample
@@ -35,6 +43,27 @@ func (d *Daemon) withHeadroom(sample func(probe.Sample), byPoint map[string][]st
 		sample(s)
 		c.Take(s)
 	}
+}
+
+// boundGrids are the grid boundaries whose POI meter channel the
+// binding binds: the others have no readings, so no live figures (the
+// poll reports their unbound channel).
+func (d *Daemon) boundGrids(grids []*headroom.Grid, byPoint map[string][]string) []*headroom.Grid {
+	bound := map[string]bool{}
+	for _, chs := range byPoint {
+		for _, ch := range chs {
+			bound[ch] = true
+		}
+	}
+	var out []*headroom.Grid
+	for _, g := range grids {
+		if bound[g.Channel] {
+			out = append(out, g)
+		} else {
+			d.Log.Info("no live grid figures: the binding does not bind the point-of-interconnection channel", "boundary", g.Boundary, "channel", g.Channel)
+		}
+	}
+	return out
 }
 
 // headroomStale is how old a reading may be and still count: the poll's
