@@ -206,7 +206,6 @@ func (m *gridMeasure) verdict(v *Verdict) {
 	for i := range m.wins {
 		step := m.step(i)
 		ts, vs := m.kept[i].t, m.kept[i].v
-		m.kept[i] = kept{}
 		m.gap(i, ts)
 		if len(ts) == 0 {
 			continue // the gap covers it

@@ -140,13 +140,12 @@ func TestGridChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := Grade(tt.c, gridCase, Options{MaxGap: time.Second}, func(yield func(Sample) bool) {
-				for _, s := range tt.samples {
-					if !yield(s) {
-						return
-					}
-				}
-			})
+			g := New(tt.c, gridCase, Options{MaxGap: time.Second})
+			for _, s := range tt.samples {
+				g.Add(s)
+			}
+			v := g.Verdict()
+			assert.Equal(t, v, g.Verdict(), "a second verdict is the same")
 			assert.Equal(t, tt.outcome, v.Outcome, v.Detail)
 			assert.Contains(t, v.Detail, tt.detail)
 			if tt.tol > 0 {
