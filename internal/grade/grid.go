@@ -39,9 +39,10 @@ import (
 // window_s from the run's first sample, and one more record ending at
 // the run's last when the records leave samples over, so that every
 // sample is in a record; the worst record decides. A run shorter than
-// window_s is one record (cut to the longest length with no prime
-// factor above 5), measured only if gridsignal accepts it: long enough
-// for the band's lower edge (1/f1) and for segment_s.
+// window_s is one record from its first sample (its end cut to the
+// longest length with no prime factor above 5, at most a few percent),
+// measured only if gridsignal accepts it: long enough for the band's
+// lower edge (1/f1) and for segment_s.
 //
 // # Outcomes
 //
@@ -221,7 +222,7 @@ func (m *gridMeasure) verdict(v *Verdict) {
 			case err != nil:
 				if unmeasured == "" {
 					unmeasured = fmt.Sprintf("cannot measure the samples of step %s (%s from %s): %s", step,
-						time.Duration(ts[r[1]-1]-ts[r[0]]).Round(time.Millisecond), rel(m.g.tl.Start.Add(ts[r[0]]), m.g.tl.Start), err)
+						plan.DurationText((ts[r[1]-1]-ts[r[0]]).Seconds()), rel(m.g.tl.Start.Add(ts[r[0]]), m.g.tl.Start), err)
 				}
 				continue
 			}
@@ -317,11 +318,11 @@ func (m *gridMeasure) measure(ts []time.Duration, vs []float64) (found, error) {
 		f.value, f.at, f.to = ch.Value, off(ch.From), off(ch.To)
 		return f, nil
 	}
-	l := int(k)
-	if len(x) < l {
-		l, f.short = smoothBelow(len(x)), true
+	l, starts := int(k), recordStarts(len(x), int(k))
+	if len(x) < l { // one record, its end cut to a fast FFT's length
+		l, f.short, starts = smoothBelow(len(x)), true, []int{0}
 	}
-	for i, a := range recordStarts(len(x), l) {
+	for i, a := range starts {
 		rec := gridsignal.Series{Rate: rate, Values: x[a : a+l]}
 		var val, freq float64
 		var err error
@@ -533,12 +534,12 @@ func (m *gridMeasure) sentence(f *found, records int) string {
 	case plan.GridSwing:
 		what = fmt.Sprintf("largest swing %s is %s from %s to %s", within, num(f.value, unit), rel(start.Add(f.at), start), rel(start.Add(f.to), start))
 	case plan.GridLine:
-		what = fmt.Sprintf("largest line %s is %s at %.3g Hz in the record from %s", bandText(c), num(f.value, unit), f.freq, rel(start.Add(f.at), start))
+		what = fmt.Sprintf("largest line %s is %s at %.3g Hz %s", bandText(c), num(f.value, unit), f.freq, m.record(f))
 	case plan.GridBandRMS:
-		what = fmt.Sprintf("RMS %s (%s segments) is %s in the record from %s", bandText(c), plan.DurationText(c.SegmentS), num(f.value, unit), rel(start.Add(f.at), start))
+		what = fmt.Sprintf("RMS %s (%s segments) is %s %s", bandText(c), plan.DurationText(c.SegmentS), num(f.value, unit), m.record(f))
 	}
 	var how []string
-	if m.spectral() {
+	if m.spectral() && !(f.short && records == 1) {
 		rec := "record"
 		if records != 1 {
 			rec += "s"
@@ -551,6 +552,15 @@ func (m *gridMeasure) sentence(f *found, records int) string {
 		return fmt.Sprintf("%s, above the limit %s by %s (%s)", what, num(limit, unit), num(f.value-limit, unit), strings.Join(how, "; "))
 	}
 	return fmt.Sprintf("%s, limit %s (%s)", what, num(limit, unit), strings.Join(how, "; "))
+}
+
+// record names the record a spectral measure was worst in.
+func (m *gridMeasure) record(f *found) string {
+	start := m.g.tl.Start
+	if f.short {
+		return fmt.Sprintf("in step %s from %s, shorter than %s: one record", f.step, rel(start.Add(f.at), start), plan.DurationText(m.c.WindowS))
+	}
+	return "in the record from " + rel(start.Add(f.at), start)
 }
 
 func bandText(c plan.Check) string { return fmt.Sprintf("in %g–%g Hz", c.BandLowHz, c.BandHighHz) }

@@ -123,6 +123,12 @@ func TestGridChecks(t *testing.T) {
 		{"a step shorter than the window is measured whole", with(gridCheck(plan.GridSwing, 2500), func(c *plan.Check) { c.WindowS = 300 }),
 			series(0, 160, 0.02, squareWave(1000, 3000, 10)), Pass, 2000, 1e-9, -1, "within the step train (shorter than 5 min)"},
 
+		{"a step shorter than the window is one record", with(gridCheck(plan.GridLine, 105), func(c *plan.Check) { c.Steps = []string{"after"} }),
+			series(0, 160, 0.02, sine(5000, 100, 1)), Pass, 100, 0.5, 140,
+			"largest line in 0.1–20 Hz is 100 kW at 1 Hz in step after from +140.000 s, shorter than 1 min: one record, limit 105 kW (1001 samples, on a grid of 50 samples/s)"},
+		{"too short for the band's lower edge", with(gridCheck(plan.GridLine, 105), func(c *plan.Check) { c.Steps, c.BandLowHz = []string{"after"}, 0.04 }),
+			series(0, 160, 0.02, sine(5000, 100, 1)), Error, 0, 0, -1,
+			"cannot measure the samples of step after (20 s from +140.000 s): too short to resolve the band: a record of 20 s (1000 samples at 50 samples/s) cannot resolve 0.04 Hz: needs at least 25 s (1/f1)"},
 		{"white noise band RMS", gridCheck(plan.GridBandRMS, 100), series(0, 160, 0.02, noise()), Pass, noiseRMS, 0.08 * noiseRMS, -1,
 			"RMS in 0.1–20 Hz (20 s segments) is"},
 		{"white noise band RMS above its limit", gridCheck(plan.GridBandRMS, 70), series(0, 160, 0.02, noise()), Fail, noiseRMS, 0.08 * noiseRMS, -1,
@@ -135,7 +141,7 @@ func TestGridChecks(t *testing.T) {
 		{"sampling too slow for the band", gridCheck(plan.GridLine, 105), series(0, 160, 0.05, sine(5000, 100, 1)), Error, 0, 0, -1,
 			"during train, sampling too slow for the band: the samples come every 50 ms (20 samples/s); the band up to 20 Hz needs at least 50 samples/s (2.5 × f2)"},
 		{"a step too short for the band's lower edge", with(gridCheck(plan.GridLine, 105), func(c *plan.Check) { c.BandLowHz = 0.01 }),
-			series(0, 160, 0.02, sine(5000, 100, 1)), Error, 0, 0, -1, "cannot measure the samples of step train (2m0s from +20.000 s)"},
+			series(0, 160, 0.02, sine(5000, 100, 1)), Error, 0, 0, -1, "cannot measure the samples of step train (2 min from +20.000 s): too short to resolve the band: a record of 60 s"},
 		{"no samples", gridCheck(plan.GridSwing, 2000), nil, Error, 0, 0, -1, "no good sample in the graded window"},
 	}
 	for _, tt := range tests {
