@@ -222,7 +222,7 @@ func (m *gridMeasure) verdict(v *Verdict) {
 			case err != nil:
 				if unmeasured == "" {
 					unmeasured = fmt.Sprintf("cannot measure the samples of step %s (%s from %s): %s", step,
-						plan.DurationText((ts[r[1]-1]-ts[r[0]]).Seconds()), rel(m.g.tl.Start.Add(ts[r[0]]), m.g.tl.Start), err)
+						plan.DurationText((ts[r[1]-1] - ts[r[0]]).Seconds()), rel(m.g.tl.Start.Add(ts[r[0]]), m.g.tl.Start), err)
 				}
 				continue
 			}
