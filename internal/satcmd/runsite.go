@@ -23,6 +23,7 @@ import (
 	"github.com/seamdc/seam/internal/probe"
 	"github.com/seamdc/seam/internal/runner"
 	"github.com/seamdc/seam/internal/sim"
+	"github.com/seamdc/seam/internal/sim/fleet"
 )
 
 // siteEnv is an opened site: devices, clock, what to close.
@@ -188,6 +189,7 @@ func openSim(f runFlags, p *plan.Plan, dir string, lookupEnv func(string) (strin
 		return nil, err
 	}
 	site.Kind, site.Faults, site.TimeScale, site.Defect, site.Lockstep = runner.Simulated, simFaults{o.Site}, f.scale.k, f.defect, true
+	site.Grid = simGrid{o.Site}
 	site.BindingText = binding.Marshal(b, "binding")
 	site.BindingDigest = runner.Digest(site.BindingText)
 	env.site = site
@@ -229,7 +231,7 @@ func openBinding(ctx context.Context, f runFlags, p *plan.Plan, b *binding.Bindi
 			env.close()
 			return nil, fmt.Errorf("the simulator's control interface %s: %w (is sat sim still running?)", control, err)
 		}
-		site.Kind, site.Faults = runner.Simulated, clientFaults{client}
+		site.Kind, site.Faults, site.Grid = runner.Simulated, clientFaults{client}, clientGrid{client}
 		if st.Defect != nil {
 			site.Defect = st.Defect.Name
 		}
@@ -324,4 +326,61 @@ func (f clientFaults) Inject(ctx context.Context, kind, target string) error {
 
 func (f clientFaults) Clear(ctx context.Context, kind, target string) error {
 	return f.c.Clear(ctx, kind, target)
+}
+
+// simGrid drives the in-process simulator's fleet and grid.
+type simGrid struct{ s *sim.Site }
+
+func (g simGrid) Train(_ context.Context, p runner.TrainPattern) error {
+	return g.s.Train(fleet.Pattern(p))
+}
+
+// StopTraining makes the fleet idle: training nodes and nodes still off
+// (a simulated site starts with every node off), so that a grid case
+// starts from the site as it stands between jobs.
+func (g simGrid) StopTraining(context.Context) error {
+	return g.s.WithFleet(func(f *fleet.Fleet) error {
+		var nodes []*fleet.Node
+		for _, n := range f.Nodes() {
+			if st := n.State(); st == fleet.Off || st == fleet.Training {
+				nodes = append(nodes, n)
+			}
+		}
+		return f.SetState(fleet.Idle, nodes...)
+	})
+}
+
+func (g simGrid) Dip(_ context.Context, target string, pu float64, d time.Duration) error {
+	return g.s.GridDip(target, pu, d.Seconds())
+}
+
+// clientGrid drives a running simulator's fleet and grid through its
+// control interface.
+type clientGrid struct{ c *sim.Client }
+
+func (g clientGrid) Train(ctx context.Context, p runner.TrainPattern) error {
+	return g.c.Train(ctx, fleet.Pattern(p))
+}
+
+// StopTraining makes the fleet idle, as simGrid's does.
+func (g clientGrid) StopTraining(ctx context.Context) error {
+	nodes, err := g.c.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range nodes {
+		if n.State == fleet.Off || n.State == fleet.Training {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	_, err = g.c.SetNodes(ctx, sim.NodeRequest{Nodes: names, State: fleet.Idle})
+	return err
+}
+
+func (g clientGrid) Dip(ctx context.Context, target string, pu float64, d time.Duration) error {
+	return g.c.GridDip(ctx, target, pu, d.Seconds())
 }
