@@ -211,10 +211,13 @@ func (m *gridMeasure) verdict(v *Verdict) {
 		if len(ts) == 0 {
 			continue // the gap covers it
 		}
-		for _, r := range runs(ts, m.g.maxGap) {
+		rs := runs(ts, m.g.maxGap)
+		for _, r := range rs {
 			f, err := m.measure(ts[r[0]:r[1]], vs[r[0]:r[1]])
 			switch {
-			case errors.Is(err, gridsignal.ErrRate):
+			// a stretch between gaps may be a few stray samples: the
+			// gap is the problem then, not their rate
+			case errors.Is(err, gridsignal.ErrRate) && len(rs) == 1:
 				if rateProblem == "" {
 					rateProblem = fmt.Sprintf("during %s, %s", step, err.Error())
 				}

@@ -136,6 +136,14 @@ func TestGridChecks(t *testing.T) {
 
 		{"a gap is an error", gridCheck(plan.GridLine, 105), without(jittered(0, 160, sine(5000, 100, 1)), 50, 55), Error, 100, 2, 50,
 			"no good sample for 5."},
+		{"stray samples in a gap: the gap is the error, not their rate", gridCheck(plan.GridLine, 105), func() []Sample {
+			s := without(series(0, 160, 0.02, sine(5000, 100, 1)), 50.01, 54.49)
+			for _, x := range []float64{51.5, 52.4, 53.3} {
+				s = append(s, Sample{Time: at(x), Value: 5000, Good: true})
+			}
+			slices.SortFunc(s, func(a, b Sample) int { return a.Time.Compare(b.Time) })
+			return s
+		}(), Error, 100, 0.5, 50, "no good sample for 1.5s from +50.000 s"},
 		{"a proven failure beats a gap", gridCheck(plan.GridRamp, 1500), without(series(0, 160, 0.02, squareWave(1000, 3000, 10)), 100, 106), Fail, 2000, 1e-9, 24.98,
 			"above the limit"},
 		{"sampling too slow for the band", gridCheck(plan.GridLine, 105), series(0, 160, 0.05, sine(5000, 100, 1)), Error, 0, 0, -1,
