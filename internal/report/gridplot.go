@@ -243,6 +243,7 @@ func (s *SpectrumData) SVG() ([]byte, error) {
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{}
 	p.X.Label.Text = "frequency (Hz, log scale)"
 	p.Y.Label.Text = fmt.Sprintf("line, peak (%s)", s.Unit)
+	p.Y.Tick.Marker = timeTicks{} // 1, 2 or 5 × 10ⁿ: about eight labels
 	p.X.Min, p.X.Max = s.Lines[0].Freq, s.Lines[len(s.Lines)-1].Freq
 	g := plotter.NewGrid()
 	g.Vertical.Color, g.Horizontal.Color = colGrid, colGrid

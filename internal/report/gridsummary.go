@@ -192,6 +192,18 @@ func (r *Run) GridSummary() *GridSummary {
 	return s
 }
 
+// CountsText says the counts in words, worst first: "1 failed, 1
+// passed".
+func (s *GridSummary) CountsText() []string {
+	var out []string
+	for _, v := range []struct{ verdict, word string }{{Fail, "failed"}, {Error, "error"}, {Aborted, "aborted"}, {Skipped, "skipped"}, {Pass, "passed"}} {
+		if n := s.Counts[v.verdict]; n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", n, v.word))
+		}
+	}
+	return out
+}
+
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
 // GridSummaryJSON writes grid-summary.json: the run's GridSummary,

@@ -37,7 +37,9 @@ const reportHelp = `Reads the evidence bundle DIR alone with the reader sat veri
 (the same checks, the same re-grade: the two cannot disagree), and
 writes the reports to --out (default DIR/report): HTML, JUnit, CSV,
 markdown, and report.pdf printed from the HTML (A4) by a headless
-Chromium when one is installed. Exit 0: the reports
+Chromium when one is installed. A bundle with grid cases also gets,
+beside the HTML, the interconnection summary a utility reads:
+grid-summary.json (seam.grid-summary/v1) and grid-summary.csv. Exit 0: the reports
 are written and the evidence is intact; 2: they are written, but the
 bundle does not verify or a recorded verdict does not re-grade; 1: no
 report could be written.`
@@ -187,28 +189,54 @@ func reportDir(bundle, out string) string {
 	return filepath.Join(bundle, "report")
 }
 
+// gridSummaryFiles are written beside report.html when the bundle has
+// grid cases: the interconnection summary a utility reads.
+var gridSummaryFiles = []struct {
+	name, file string
+	write      func(io.Writer, *report.Run) error
+}{
+	{"grid", report.GridSummaryJSONFile, report.GridSummaryJSON},
+	{"grid", report.GridSummaryCSVFile, report.GridSummaryCSV},
+}
+
 // writeReports writes each format to its file, whole or not at all, and
-// prints the paths.
+// prints the paths; with the HTML, the grid summary files when the
+// bundle has grid cases.
 func writeReports(run *report.Run, chosen []int, dir string, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for _, i := range chosen {
 		f := reportFormats[i]
-		var buf bytes.Buffer
-		if err := f.write(&buf, run); err != nil {
+		if err := writeReport(run, f.name, filepath.Join(dir, f.file), f.write, stdout); err != nil {
 			return err
 		}
-		path := filepath.Join(dir, f.file)
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%-5s %s (%s)\n", f.name, path, size(buf.Len()))
 	}
+	if !contains(chosen, "html") || len(run.Grid) == 0 {
+		return nil
+	}
+	for _, f := range gridSummaryFiles {
+		if err := writeReport(run, f.name, filepath.Join(dir, f.file), f.write, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeReport writes one file whole or not at all and prints its path.
+func writeReport(run *report.Run, name, path string, write func(io.Writer, *report.Run) error, stdout io.Writer) error {
+	var buf bytes.Buffer
+	if err := write(&buf, run); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-5s %s (%s)\n", name, path, size(buf.Len()))
 	return nil
 }
 
