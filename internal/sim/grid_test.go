@@ -232,7 +232,7 @@ func TestGridDipControl(t *testing.T) {
 	g, err := c.Grid(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 0.6, g.VoltagePU)
-	assert.Equal(t, 2.0, g.DipLeftS)
+	assert.InDelta(t, 2.0, g.DipLeftS, 1e-9)
 	assert.Equal(t, []string{"u1"}, g.Utilities)
 	s.Site.Advance(2010 * time.Millisecond)
 	g, err = c.Grid(ctx)
