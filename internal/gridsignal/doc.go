@@ -70,6 +70,8 @@
 // scalloping loss), so a record of whole cycles of the line of interest
 // reads it in full (within 0.02 % in the tests, square waves included). The result is the bin with the largest A_k in the
 // band (the lowest such bin on a tie), with its frequency f_k.
+// Spectrum returns every bin's A_k in the band, lowest first: the
+// spectrum a report plots, from which LargestLine reads its line.
 //
 // BandRMS estimates the power spectral density by Welch's method:
 // segments of L = round(segment·Rate) samples (2 <= L <= n), one every
