@@ -175,7 +175,29 @@ scrape_configs:
 	// evaluated past every rule's for: with everything healthy nothing fires
 	since := time.Now().Add(2 * time.Second)
 	require.Eventually(t, func() bool { return evaluatedAfter(t, prom, since) }, 30*time.Second, 250*time.Millisecond)
-	require.Empty(t, firing(t, prom), "the healthy site fires nothing")
+	var others []promAlert
+	for _, a := range firing(t, prom) {
+		// polled at 4/s, the live grid band reaches 1.6 Hz of the
+		// clause's 20 Hz: the coverage alert is the truth, not a fault
+		if a.Labels["alertname"] != "SeamGridBandCoverageShort" {
+			others = append(others, a)
+		}
+	}
+	require.Empty(t, others, "the healthy site fires nothing")
+	if b, _ := os.ReadFile(filepath.Join(simDir, "binding.cue")); strings.Contains(string(b), `"meter-poi"`) {
+		// the simulator's point-of-interconnection meter: the live grid
+		// figures, the band covered to 4 ÷ 2.5 Hz
+		require.Eventually(t, func() bool { return series(t, prom, `seam_grid_power_watts{boundary="u1-site"} > 0`) == 1 },
+			30*time.Second, 250*time.Millisecond, "the POI meter's power")
+		assert.Equal(t, 1, series(t, prom, `seam_grid_band_covered_high_hertz{boundary="u1-site"} == 1.6`))
+		require.Eventually(t, func() bool {
+			return series(t, prom, `seam_grid_ramp_watts{boundary="u1-site",direction="up",window="1s"} < 1e6`) == 1
+		}, 30*time.Second, 250*time.Millisecond, "the idle site ramps well under 1 MW/s")
+		require.Eventually(t, func() bool { return fires(t, prom, map[string]string{"alertname": "SeamGridBandCoverageShort", "boundary": "u1-site"}) },
+			30*time.Second, 250*time.Millisecond, "polled at 4/s, the band's coverage is short of the clause's 20 Hz")
+	} else {
+		t.Log("the simulator serves no meter-poi yet: the live grid figures are tested with a fake meter (TestGridFiguresOnMetrics)")
+	}
 
 	// a pump of l2 trips
 	postFault(t, control, `{"kind":"pump_trip","target":"l2/loop/cdu-1/p1"}`)
