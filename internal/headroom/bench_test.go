@@ -98,7 +98,7 @@ func BenchmarkCycle1000(b *testing.B) {
 // POI meter at 50 samples/s: one reading taken, then every figure of the
 // example's grid boundary measured over its record (ramps and swing over
 // the trailing minute, the band's line and RMS over the 60 s window:
-// 3,001 samples resampled, three ramp passes, one 3,000-point FFT and
+// 3,001 samples resampled, two ramp passes, one 3,000-point FFT and
 // seven 750-point Welch segments). At 50 polls/s the share of a core is
 // 50 × ns/op / 1e9 (reported as core-share-at-50Hz).
 func BenchmarkGridFigures(b *testing.B) {

@@ -257,18 +257,24 @@ func (w *GridWatch) compute(g *Grid, now time.Time) GridResult {
 	// the ramps and the swing: the worst over the trailing span
 	s.Values = tail(vals, int(math.Floor(g.span()*w.rate*(1+1e-9)))+1)
 	fits := func(window float64) bool { return float64(len(s.Values)-1) >= math.Floor(window*w.rate*(1+1e-9)) }
-	for i, win := range gridRampWindows {
-		if !fits(win) {
-			continue
+	// the swing within a window is the larger of the ramps within it
+	// (gridsignal's doc): one pass per distinct window
+	ramps := map[float64][2]Value{}
+	ramp := func(win float64) [2]Value {
+		r, done := ramps[win]
+		if !done && fits(win) {
+			if up, down, err := gridsignal.Ramp(s, win); err == nil {
+				r = [2]Value{val(up.Value), val(down.Value)}
+			}
+			ramps[win] = r
 		}
-		if up, down, err := gridsignal.Ramp(s, win); err == nil {
-			res.Ramps[i] = [2]Value{val(up.Value), val(down.Value)}
-		}
+		return r
 	}
-	if fits(g.SwingWindowS) {
-		if sw, err := gridsignal.Swing(s, g.SwingWindowS); err == nil {
-			res.Swing = val(sw.Value)
-		}
+	for i, win := range gridRampWindows {
+		res.Ramps[i] = ramp(win)
+	}
+	if sw := ramp(g.SwingWindowS); sw[0].OK {
+		res.Swing = val(math.Max(sw[0].V, sw[1].V))
 	}
 	// the band: one whole window, up to the edge the rate covers
 	if b := g.Band; b != nil && res.CoveredHz > b.LowHz {
