@@ -154,6 +154,7 @@ func TestGridSection(t *testing.T) {
 			for _, b := range tr.Power.Bands {
 				assert.InDelta(t, 3, b.Hi-b.Lo, 1e-9, "a 3 MW limit: %+v", b)
 				assert.GreaterOrEqual(t, b.From, 3.0, "inside the train step: %+v", b)
+				assert.Equal(t, !tt.lineAbove, b.Loose, "a limit passed by far leaves the axis to the waveform: %+v", b)
 			}
 
 			require.NotNil(t, tr.Spectrum, "%v", tr.Problems)

@@ -63,10 +63,15 @@ func (gc *GridCase) powerPlot(st *gridState, scale float64, unit string) *PlotDa
 			b.Lo = k.worstV[0] / scale
 			b.Hi = b.Lo + lim
 		}
-		b.Label = fmt.Sprintf("%s limit %s within %g s, on the worst window (%s)", word, fmtNum(lim, unit), k.WindowS, k.ID)
+		b.Label = fmt.Sprintf("%s limit %s within %g s, on the worst window (%s: %s)", word, fmtNum(lim, unit), k.WindowS, k.ID, fmtNum(k.worst.Value/scale, unit))
+		// a limit passed with room to spare would flatten the waveform:
+		// its band runs to the axis's edge, the legend gives it
+		b.Loose = !failed && k.worst.Value < 0.5*k.Limit
 		d.Bands = append(d.Bands, b)
-		d.Marks = append(d.Marks, Mark{At: k.worst.From, Failed: failed,
-			Label: fmt.Sprintf("%s %s (≤ %s)", word, fmtNum(k.worst.Value/scale, unit), fmtNum(lim, unit))})
+		if failed { // passed windows are in the legend: a label each would crowd the strip
+			d.Marks = append(d.Marks, Mark{At: k.worst.From, Failed: true,
+				Label: fmt.Sprintf("%s %s (≤ %s)", word, fmtNum(k.worst.Value/scale, unit), fmtNum(lim, unit))})
+		}
 	}
 	for _, dr := range gc.Drives {
 		if dr.Ran {

@@ -53,6 +53,10 @@ type Band struct {
 	Lo, Hi   float64
 	Envelope bool
 	Failed   bool
+	// Loose keeps the band's limits out of the value axis's range: a
+	// grid limit that passed by far would flatten the waveform, so the
+	// band is shaded to the axis's edge (the legend gives the limit).
+	Loose bool
 }
 
 // Contains reports whether v at t is inside the band, or t is outside
@@ -296,7 +300,7 @@ func (d *PlotData) measuredPlot() (*plot.Plot, error) {
 	}
 	for _, b := range d.Bands {
 		for _, v := range []float64{b.Lo, b.Hi} {
-			if !math.IsInf(v, 0) {
+			if !math.IsInf(v, 0) && !b.Loose {
 				vals = append(vals, v)
 			}
 		}

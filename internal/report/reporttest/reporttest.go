@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -244,6 +245,15 @@ func resultOf(p *plan.Plan, c *plan.Case, tl grade.Timeline, graders []*grade.Gr
 		case v.Outcome == grade.Error && rc.Outcome == grade.Pass:
 			rc.Outcome = grade.Error
 		}
+	}
+	if rc.Outcome == grade.Error { // as the runner says it: each check that could not grade
+		var why []string
+		for _, k := range rc.Checks {
+			if k.Verdict.Outcome == grade.Error {
+				why = append(why, k.Verdict.Check+": "+k.Verdict.Detail)
+			}
+		}
+		rc.Reason = strings.Join(why, "\n")
 	}
 	for _, sp := range tl.Steps {
 		if st := stepOf(c, sp.Step); st != nil && (st.Op == plan.OpOperator || st.Action != "") {
