@@ -3,6 +3,7 @@ package headroom
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -248,7 +249,11 @@ func (w *GridWatch) Compute(now time.Time) []GridResult {
 
 func (w *GridWatch) compute(g *Grid, now time.Time) GridResult {
 	res := GridResult{Grid: g, Ramps: make([][2]Value, len(gridRampWindows)), CoveredHz: g.CoveredHz(w.rate)}
-	vals, last, ok := w.resample(g.Channel, int(math.Floor(g.record()*w.rate*(1+1e-9)))+1, now)
+	bandN := 0
+	if g.Band != nil {
+		bandN = int(math.Round(g.Band.WindowS * w.rate))
+	}
+	vals, last, bandReadings, ok := w.resample(g.Channel, int(math.Floor(g.record()*w.rate*(1+1e-9)))+1, bandN, now)
 	if !ok {
 		return res
 	}
@@ -278,9 +283,9 @@ func (w *GridWatch) compute(g *Grid, now time.Time) GridResult {
 	}
 	// the band: one whole window, up to the edge the rate covers
 	if b := g.Band; b != nil && res.CoveredHz > b.LowHz {
-		n := int(math.Round(b.WindowS * w.rate))
-		if len(vals) < n {
-			return res
+		n := bandN
+		if len(vals) < n || float64(bandReadings) < MinGridReadings*float64(n) {
+			return res // not a whole window, or not read at the poll rate
 		}
 		s.Values = tail(vals, n)
 		if b.LineW > 0 {
@@ -304,24 +309,34 @@ func tail(v []float64, n int) []float64 {
 	return v
 }
 
+// MinGridReadings is the share of a band window's samples that must be
+// readings, not interpolated between them: below it the meter was not
+// read at the poll rate and the band is not exported.
+const MinGridReadings = 0.9
+
 // resample returns up to n samples at the poll rate ending at the
 // channel's newest reading (linear between readings, oldest first),
-// stopping at the first reading or at a gap longer than staleAfter, and
-// the newest reading; ok is false when there is none fresh at now.
-func (w *GridWatch) resample(channel string, n int, now time.Time) (vals []float64, last float64, ok bool) {
+// stopping at the first reading or at a gap longer than staleAfter, the
+// newest reading, and how many readings the last m samples span; ok is
+// false when there is none fresh at now.
+func (w *GridWatch) resample(channel string, n, m int, now time.Time) (vals []float64, last float64, readings int, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	g := w.rings[channel]
 	if g == nil || len(g.at) == g.head {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	at, v := g.at[g.head:], g.v[g.head:]
 	end := at[len(at)-1]
 	stale := int64(w.staleAfter)
 	if now.UnixNano()-end > stale {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	dt := 1e9 / w.rate
+	if m > 0 {
+		from := end - int64(math.Round(float64(m-1)*dt)) - int64(dt/2)
+		readings = len(at) - sort.Search(len(at), func(i int) bool { return at[i] >= from })
+	}
 	out := make([]float64, n)
 	i := len(at) - 1 // at[i-1] <= t <= at[i]
 	k := n - 1
@@ -330,20 +345,20 @@ func (w *GridWatch) resample(channel string, n int, now time.Time) (vals []float
 		for i > 0 && at[i-1] > t {
 			i--
 			if at[i+1]-at[i] > stale {
-				return out[k+1:], v[len(v)-1], true
+				return out[k+1:], v[len(v)-1], readings, true
 			}
 		}
 		switch {
 		case at[i] == t:
 			out[k] = v[i]
 		case i == 0 || at[i]-at[i-1] > stale:
-			return out[k+1:], v[len(v)-1], true // before the first reading, or in a gap
+			return out[k+1:], v[len(v)-1], readings, true // before the first reading, or in a gap
 		default:
 			f := float64(t-at[i-1]) / float64(at[i]-at[i-1])
 			out[k] = v[i-1] + f*(v[i]-v[i-1])
 		}
 	}
-	return out, v[len(v)-1], true
+	return out, v[len(v)-1], readings, true
 }
 
 // WatchGrid measures the live grid figures of the model's grid

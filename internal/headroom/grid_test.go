@@ -247,3 +247,16 @@ func TestGridRules(t *testing.T) {
 	headroom.WriteGroups(&b, headroom.Rules(none, headroom.RuleOptions{})...)
 	assert.NotContains(t, b.String(), "seam-headroom-grid", "no grid boundary with a channel: no group")
 }
+
+// A meter read slower than the poll rate (a slow device, a late poller)
+// is not passed off as the band the poll rate would cover: its ramps and
+// swing are measured, its band is not.
+func TestGridReadSlowerThanPolled(t *testing.T) {
+	w, err := headroom.NewGridWatch([]*headroom.Grid{exampleGrid()}, 20*time.Millisecond, 3*time.Second)
+	require.NoError(t, err)
+	end := feed(w, 10, 70, 0, func(t float64) float64 { return 4e6 + 1e5*math.Sin(2*math.Pi*0.5*t) }) // 10/s, polled at 50/s
+	r := w.Compute(end)[0]
+	assert.True(t, r.Ramps[0][0].OK && r.Ramps[1][0].OK && r.Swing.OK)
+	assert.InDelta(t, 2e5, r.Swing.V, 2e3)
+	assert.False(t, r.Line.OK || r.RMS.OK, "a fifth of the samples are readings: no band up to 20 Hz")
+}
