@@ -123,7 +123,15 @@ func (k *compiler) grid(b *contract.Boundary) {
 	}
 	if gb.g.Load != nil {
 		gb.job()
-		for _, p := range gb.g.Load.Periods() {
+		periods := gb.g.Load.Periods()
+		if k.maxHold > 0 && len(periods) > 1 {
+			// a rehearsal: the declared period only
+			if cl := gb.clauses[gridOsc]; cl != nil {
+				k.note(cl, plan.IST, "the sweep's %d other iteration periods are left out by --max-hold: only the declared %s is run", len(periods)-1, secText(periods[0]))
+			}
+			periods = periods[:1]
+		}
+		for _, p := range periods {
 			gb.oscillation(p)
 		}
 	} else {
@@ -352,6 +360,7 @@ func (gb *gridBuilder) job() {
 	settle := gb.settle(p)
 	cb := gb.newCase(name, "job")
 	gb.stop(cb, "idle")
+	cb.prog.add(plan.Step{ID: "rest", Op: plan.OpHold, DurationS: gridSettleS, EstimatedS: gridSettleS, Note: "the site settles idle"})
 	cb.prog.add(plan.Step{ID: "baseline", Op: plan.OpHold, DurationS: gridLeadS, EstimatedS: gridLeadS, Note: "the site idle before the job"})
 	d := settle + 2*run + l.CheckpointStall.Canon
 	gb.train(cb, "job", p, d, "the job starts, trains, stalls for a checkpoint and trains on")
@@ -455,7 +464,6 @@ func (gb *gridBuilder) rideThrough() {
 				Text: lb.ID + " at 0 kW, in remote control, heartbeat running"})
 		}
 		load := gb.loadBanks(cb, banks)
-		gb.stop(cb, "idle")
 		pu := pt.Voltage.Canon
 		if pt.Voltage.Dim == units.Ratio {
 			pu /= 100
@@ -472,7 +480,7 @@ func (gb *gridBuilder) rideThrough() {
 			cb.prog.add(p.steps[0])
 		}
 		cp := fmt.Sprintf("%s.curve[%d]", path, i)
-		cb.check(plan.Check{ID: "restored", Kind: plan.RestoresWithin, Side: plan.Require, Channel: gb.ch,
+		cb.check(plan.Check{ID: "restored", Kind: plan.RestoresWithin, Side: plan.Require, Channel: gb.ch, Unit: "kW",
 			SharePct: round(v.RestoreShare.Canon), ReferenceS: gridRefS, WithinS: round(v.RestoreWithin.Canon), From: "dip", ForS: round(after),
 			Sources: []string{k.src(path+".restore.share", v.RestoreShare, v.Pos), k.src(path+".restore.within", v.RestoreWithin, v.Pos),
 				k.src(cp+".voltage", pt.Voltage, pt.Pos), k.src(cp+".duration", pt.Duration, pt.Pos)}})

@@ -75,8 +75,9 @@ type gridMeasure struct {
 	gaps     *gaps
 	// kept are, per window, its good samples: times from the case's
 	// start and values.
-	kept []kept
-	n    int
+	kept  []kept
+	n     int
+	names []string // each window's steps
 }
 
 type kept struct {
@@ -130,8 +131,9 @@ func newGrid(g *Grader) (kind, error) {
 	if err != nil {
 		return nil, err
 	}
+	wins, names := joinSteps(wins, c.Steps)
 	m := &gridMeasure{g: g, c: c, wins: wins, gaps: newGaps(wins, g.maxGap, g.tl.Start), kept: make([]kept, len(wins)),
-		start: g.tl.Start.UnixNano()}
+		start: g.tl.Start.UnixNano(), names: names}
 	for _, w := range wins {
 		m.from = append(m.from, w.From.Sub(g.tl.Start))
 		m.to = append(m.to, w.To.Sub(g.tl.Start))
@@ -258,10 +260,33 @@ func (m *gridMeasure) verdict(v *Verdict) {
 }
 
 func (m *gridMeasure) step(i int) string {
-	if i < len(m.c.Steps) {
-		return m.c.Steps[i]
+	if i < len(m.names) {
+		return m.names[i]
 	}
 	return fmt.Sprintf("window %d", i+1)
+}
+
+// joinSteps makes one window of steps that ran one after the other (a
+// job's start, its training and its stop are one record of the site's
+// power), named by their first and last step.
+func joinSteps(wins []window, steps []string) ([]window, []string) {
+	if len(steps) != len(wins) {
+		return wins, nil
+	}
+	var out []window
+	var names []string
+	first := 0
+	for i, w := range wins {
+		if i > 0 && !w.From.After(out[len(out)-1].To.Add(time.Millisecond)) {
+			out[len(out)-1].To = w.To
+			names[len(names)-1] = steps[first] + "…" + steps[i]
+			continue
+		}
+		first = i
+		out = append(out, w)
+		names = append(names, steps[i])
+	}
+	return out, names
 }
 
 // runs splits times into runs of samples no further apart than gap:

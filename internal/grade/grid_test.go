@@ -337,3 +337,19 @@ func TestGridHelpers(t *testing.T) {
 		require.Equal(t, sorted[k], nth(d, k), "%v, k %d", sorted, k)
 	}
 }
+
+// TestGridJoinsSteps: steps that ran one after the other are one record:
+// a minute's rise that spans two steps is measured whole, and the
+// verdict names both steps.
+func TestGridJoinsSteps(t *testing.T) {
+	ramp := func(x float64) float64 { return 1000 + 10*x } // 600 kW a minute, throughout
+	c := with(gridCheck(plan.GridRamp, 500), func(c *plan.Check) { c.WindowS, c.Steps = 60, []string{"before", "train"} })
+	v := Grade(c, gridCase, Options{}, slices.Values(jittered(0, 160, ramp)))
+	require.Equal(t, Fail, v.Outcome, v.Detail)
+	assert.InDelta(t, 600, *v.Measured, 1)
+	// apart, neither step alone holds more than its own length's rise
+	c.Steps = []string{"before"}
+	v = Grade(c, gridCase, Options{}, slices.Values(jittered(0, 160, ramp)))
+	require.Equal(t, Pass, v.Outcome, v.Detail)
+	assert.InDelta(t, 200, *v.Measured, 1)
+}

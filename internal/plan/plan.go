@@ -347,7 +347,7 @@ var Fields = map[string][]string{
 	GridSwing:      {"unit", "max", "window_s", "steps"},
 	GridLine:       {"unit", "max", "band_low_hz", "band_high_hz", "window_s", "steps"},
 	GridBandRMS:    {"unit", "max", "band_low_hz", "band_high_hz", "window_s", "segment_s", "steps"},
-	RestoresWithin: {"share_pct", "reference_s", "within_s", "from", "for_s"},
+	RestoresWithin: {"share_pct", "reference_s", "within_s", "from", "for_s", "?unit"},
 }
 
 // Trains reports whether a case of the plan has a train step.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -348,13 +349,17 @@ func caseView(p *plan.Plan, i int, c plan.Case) *CaseView {
 
 // envelope is the band a check draws.
 func envelope(k plan.Check) Envelope {
-	e := Envelope{Check: k.ID, Channel: k.Channel, Kind: k.Kind, Unit: k.Unit, Lo: k.Min, Hi: k.Max}
-	if k.Kind == plan.MaxDeviation && k.Reference != nil && k.MaxDeviation != nil {
-		lo, hi := *k.Reference-*k.MaxDeviation, *k.Reference+*k.MaxDeviation
-		e.Lo, e.Hi = &lo, &hi
-	}
-	if k.Kind == plan.AlarmWithin {
-		e.Lo, e.Hi = nil, nil
+	e := Envelope{Check: k.ID, Channel: k.Channel, Kind: k.Kind, Unit: k.Unit}
+	// an alarm's deadline, a grid check's bound on a measure (a ramp, a
+	// spectral line) or a share of a measured reference is no band the
+	// live view could draw around the samples
+	if lo, hi, band := k.Accepted(); band {
+		if !math.IsInf(lo, -1) {
+			e.Lo = &lo
+		}
+		if !math.IsInf(hi, 1) {
+			e.Hi = &hi
+		}
 	}
 	return e
 }

@@ -335,18 +335,20 @@ func (g simGrid) Train(_ context.Context, p runner.TrainPattern) error {
 	return g.s.Train(fleet.Pattern(p))
 }
 
-// StopTraining makes the fleet idle: training nodes and nodes still off
-// (a simulated site starts with every node off), so that a grid case
+// StopTraining makes the fleet idle: training nodes ramp down as their
+// racks' smoothing declares, and nodes still off (a simulated site
+// starts with every node off) are switched on, so that a grid case
 // starts from the site as it stands between jobs.
 func (g simGrid) StopTraining(context.Context) error {
 	return g.s.WithFleet(func(f *fleet.Fleet) error {
-		var nodes []*fleet.Node
+		f.StopTraining()
+		var off []*fleet.Node
 		for _, n := range f.Nodes() {
-			if st := n.State(); st == fleet.Off || st == fleet.Training {
-				nodes = append(nodes, n)
+			if n.State() == fleet.Off {
+				off = append(off, n)
 			}
 		}
-		return f.SetState(fleet.Idle, nodes...)
+		return f.SetState(fleet.Idle, off...)
 	})
 }
 
@@ -364,13 +366,16 @@ func (g clientGrid) Train(ctx context.Context, p runner.TrainPattern) error {
 
 // StopTraining makes the fleet idle, as simGrid's does.
 func (g clientGrid) StopTraining(ctx context.Context) error {
+	if err := g.c.StopTraining(ctx); err != nil {
+		return err
+	}
 	nodes, err := g.c.Nodes(ctx)
 	if err != nil {
 		return err
 	}
 	var names []string
 	for _, n := range nodes {
-		if n.State == fleet.Off || n.State == fleet.Training {
+		if n.State == fleet.Off {
 			names = append(names, n.Name)
 		}
 	}

@@ -21,7 +21,14 @@ func (s *Site) buildFleet(c *contract.Contracts, g *inventory.Graph) {
 	if len(g.OfKind(inventory.KindCompute)) == 0 {
 		return
 	}
-	s.fleet = fleet.New(g, fleet.Options{Waves: trainingWaves(c), Grid: fleetGrid(c)})
+	grid := fleetGrid(c)
+	if grid != nil && s.defect != nil && s.defect.NoSmoothing {
+		for id, a := range grid.Answers {
+			a.Smoothing = nil
+			grid.Answers[id] = a
+		}
+	}
+	s.fleet = fleet.New(g, fleet.Options{Waves: trainingWaves(c), Grid: grid})
 	for _, fp := range s.fleet.PDUs() {
 		var match *rackPDU
 		for _, p := range s.pdus {

@@ -76,6 +76,18 @@ func (s *Site) buildGrid(c *contract.Contracts) error {
 				HzMin: t.FrequencyMin.Canon, HzMax: t.FrequencyMax.Canon}
 		}
 	}
+	// a defect's transfer settings replace the contract's, block by block
+	for _, b := range s.blocks {
+		p := s.cfg.Power(b.phys.ID, s.defect)
+		if p.UPSTransferPU <= 0 {
+			continue
+		}
+		for _, f := range b.phys.Feeds {
+			if f.UPS != nil {
+				f.UPS.Transfer = &physics.Transfer{PU: p.UPSTransferPU, After: p.UPSTransferAfter, BackAfter: p.UPSBackAfter}
+			}
+		}
+	}
 	s.elements[POIElement] = meterElem{s}
 	return nil
 }

@@ -193,7 +193,9 @@ scrape_configs:
 		require.Eventually(t, func() bool {
 			return series(t, prom, `seam_grid_ramp_watts{boundary="u1-site",direction="up",window="1s"} < 1e6`) == 1
 		}, 30*time.Second, 250*time.Millisecond, "the idle site ramps well under 1 MW/s")
-		require.Eventually(t, func() bool { return fires(t, prom, map[string]string{"alertname": "SeamGridBandCoverageShort", "boundary": "u1-site"}) },
+		require.Eventually(t, func() bool {
+			return fires(t, prom, map[string]string{"alertname": "SeamGridBandCoverageShort", "boundary": "u1-site"})
+		},
 			30*time.Second, 250*time.Millisecond, "polled at 4/s, the band's coverage is short of the clause's 20 Hz")
 	} else {
 		t.Log("the simulator serves no meter-poi yet: the live grid figures are tested with a fake meter (TestGridFiguresOnMetrics)")

@@ -110,7 +110,10 @@ type Event struct {
 type Defect struct {
 	Name, Violates, Description string
 	Devices                     map[string]map[string]float64 // device → point → factor
-	Pos                         diag.Pos
+	// NoSmoothing: the fleet's GPUs run without the contract's power
+	// smoothing
+	NoSmoothing bool
+	Pos         diag.Pos
 
 	blocks, loops map[string][]setting
 }
@@ -289,6 +292,10 @@ func (d *decoder) defect(name string, v cue.Value) *Defect {
 		Devices: map[string]map[string]float64{}}
 	df.blocks = perElement(d, v, "blocks", powerFields)
 	df.loops = perElement(d, v, "loops", coolingFields)
+	if sm := v.LookupPath(cue.ParsePath("fleet.smoothing")); sm.Exists() {
+		on, _ := sm.Bool()
+		df.NoSmoothing = !on
+	}
 	devs := v.LookupPath(cue.ParsePath("devices"))
 	for _, dev := range cueload.Labels(devs) {
 		pts := devs.LookupPath(cue.MakePath(cue.Str(dev), cue.Str("points")))

@@ -18,6 +18,12 @@ type Power struct {
 	FeedLostDelay        float64 // s
 	OnBatteryDelay       float64 // s
 	AlarmClear           float64 // s
+	// a UPS transfer setting of every feed of the block, replacing the
+	// contract's (a defect: a UPS set to transfer inside the utility's
+	// ride-through curve); 0: the contract's
+	UPSTransferPU    float64 // per unit
+	UPSTransferAfter float64 // s
+	UPSBackAfter     float64 // s
 }
 
 // DefaultPower is a 2.5 MW block with a UPS per feed: a 0.73 MW step on
@@ -125,6 +131,9 @@ var powerFields = []field[Power]{
 	q("feed_lost_delay", units.Time, func(p *Power, v float64) { p.FeedLostDelay = v }),
 	q("on_battery_delay", units.Time, func(p *Power, v float64) { p.OnBatteryDelay = v }),
 	q("alarm_clear", units.Time, func(p *Power, v float64) { p.AlarmClear = v }),
+	pu("ups_transfer_voltage", func(p *Power, v float64) { p.UPSTransferPU = v }),
+	q("ups_transfer_after", units.Time, func(p *Power, v float64) { p.UPSTransferAfter = v }),
+	q("ups_back_after", units.Time, func(p *Power, v float64) { p.UPSBackAfter = v }),
 }
 
 var coolingFields = []field[Cooling]{
