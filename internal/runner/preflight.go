@@ -92,9 +92,9 @@ func (r *Runner) switching() []string {
 				p := b.Device().Profile()
 				if min := p.MinSwitchingPeriod; min > 0 && seconds(s.PeriodS) < min {
 					problems = append(problems, fmt.Sprintf("case %s step %s switches load bank %s with a period of %g s (%g Hz), "+
-						"faster than its profile %s's switching limit of %s (%g Hz): its contactors cannot; "+
+						"faster than its profile %s's switching limit of %g s (%g Hz): its contactors cannot; "+
 						"drive the case with the fleet's training step (train, driver fleet) or use a load bank that can switch that fast",
-						c.ID, s.ID, id, s.PeriodS, 1/s.PeriodS, p.Name, min, 1/min.Seconds()))
+						c.ID, s.ID, id, s.PeriodS, 1/s.PeriodS, p.Name, min.Seconds(), 1/min.Seconds()))
 				}
 			}
 		}
