@@ -200,7 +200,7 @@ func gridCases(rep *evidence.Report, states map[*evidence.AuditCase]*gridState, 
 			gc.Unit = "kW"
 		}
 		if st := states[ac]; st != nil {
-			gc.measure(st, pc, plots)
+			gc.measure(st, plots)
 		}
 		out = append(out, gc)
 	}
@@ -290,7 +290,7 @@ func gridMethod(k plan.Check) string {
 
 // measure fills in the sampling achieved and the plots from the
 // samples.
-func (gc *GridCase) measure(st *gridState, pc *plan.Case, plots bool) {
+func (gc *GridCase) measure(st *gridState, plots bool) {
 	tl := st.tl
 	// the rate achieved over the graded steps
 	var wins []plan.Window
@@ -311,9 +311,26 @@ func (gc *GridCase) measure(st *gridState, pc *plan.Case, plots bool) {
 	if len(wins) == 0 {
 		wins = []plan.Window{{From: tl.Start, To: tl.End}}
 	}
-	span, gaps := 0.0, 0
+	// the steps' samples, each counted once (adjacent steps share the
+	// sample on their boundary)
+	var spans [][2]int
 	for _, w := range wins {
-		a, b := st.index(w)
+		if a, b := st.index(w); b > a {
+			spans = append(spans, [2]int{a, b})
+		}
+	}
+	slices.SortFunc(spans, func(x, y [2]int) int { return x[0] - y[0] })
+	var merged [][2]int
+	for _, r := range spans {
+		if n := len(merged); n > 0 && r[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], r[1])
+			continue
+		}
+		merged = append(merged, r)
+	}
+	span, gaps := 0.0, 0
+	for _, r := range merged {
+		a, b := r[0], r[1]
 		gc.Samples += b - a
 		if b-a >= 2 {
 			span += (st.t[b-1] - st.t[a]).Seconds()

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/grade"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/report/reporttest"
@@ -313,4 +315,37 @@ func TestGridSectionInChromium(t *testing.T) {
 	ink, blue, _ := inkStats(t, p.png)
 	assert.Greater(t, ink, 0.03, "the screenshot is blank")
 	assert.Greater(t, blue, 2000, "no measured line drawn")
+}
+
+// TestGridSamplesCountedOnce: a check over adjacent steps counts the
+// sample on their boundary once, as the grader does.
+func TestGridSamplesCountedOnce(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	tl := grade.Timeline{Start: t0, End: t0.Add(10 * time.Second), Steps: []grade.Span{
+		{Step: "a", Op: plan.OpHold, Start: t0, End: t0.Add(5 * time.Second)},
+		{Step: "b", Op: plan.OpTrain, Start: t0.Add(5 * time.Second), End: t0.Add(10 * time.Second)},
+	}}
+	for _, tt := range []struct {
+		name    string
+		steps   []string
+		samples int
+	}{
+		{"one step", []string{"b"}, 251},
+		{"adjacent steps", []string{"a", "b"}, 501},
+		{"the same step twice", []string{"b", "b"}, 251},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := plan.Check{ID: "swing", Kind: plan.GridSwing, Channel: poi, Unit: "kW", WindowS: 1, Max: plan.F(100), Steps: tt.steps}
+			st := newGridState(&plan.Case{Checks: []plan.Check{k}}, tl, 0)
+			for i := 0; i <= 500; i++ {
+				st.add(evidence.Sample{Channel: poi, Time: t0.Add(time.Duration(i) * 20 * time.Millisecond), Value: float64(i % 7), Quality: evidence.Good})
+			}
+			gc := GridCase{Unit: "kW", Checks: []GridCheck{gridCheck(&plan.Plan{}, k, grade.Verdict{Check: k.ID, Kind: k.Kind, Outcome: grade.Pass}, &tl)}}
+			gc.measure(st, false)
+			assert.Equal(t, tt.samples, gc.Samples)
+			assert.InDelta(t, 50, gc.Rate, 1e-9)
+			require.NotNil(t, gc.Checks[0].worst)
+			assert.Equal(t, 6.0, gc.Checks[0].worst.Value, "the swing of 0..6 within 1 s")
+		})
+	}
 }
