@@ -416,6 +416,7 @@ func (g *gridState) runs(k plan.Check) ([]gridRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	wins = joinWindows(wins)
 	maxGap := 2 * time.Second // grade.New's default
 	if s := g.tl.MaxGapS[k.Channel]; s > 0 {
 		maxGap = plan.Seconds(s)
@@ -438,6 +439,21 @@ func (g *gridState) runs(k plan.Check) ([]gridRun, error) {
 		}
 	}
 	return out, nil
+}
+
+// joinWindows makes one window of steps that ran one after the other,
+// as the grader does (a job's start, its training and its stop are one
+// record of the site's power).
+func joinWindows(wins []plan.Window) []plan.Window {
+	var out []plan.Window
+	for i, w := range wins {
+		if i > 0 && !w.From.After(out[len(out)-1].To.Add(time.Millisecond)) {
+			out[len(out)-1].To = w.To
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // gridRunOf resamples one run as the grader does: an interval dividing
