@@ -160,6 +160,7 @@ func TestGridSection(t *testing.T) {
 			}
 
 			require.NotNil(t, tr.Spectrum, "%v", tr.Problems)
+			assert.Empty(t, tr.Problems, "the plots are of the windows and the record graded")
 			sp := tr.Spectrum
 			assert.Equal(t, 1000, sp.Samples, "a 20 s record at 50 samples/s")
 			assert.InDelta(t, 0.05, sp.Lines[0].Freq, 1e-9, "from 1/record")
