@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/seamdc/seam/internal/gridsignal"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
+	"github.com/seamdc/seam/internal/units"
 )
 
 // GridCase is the grid section's view of one case of kind grid: what
@@ -43,6 +45,11 @@ type GridCase struct {
 	Rate, Required float64
 
 	Checks []GridCheck
+
+	// Curve is the contract's ride-through curve as the plan's sources
+	// write it (nil: they do not): dips of at most DurationS down to
+	// VoltagePU must be ridden through.
+	Curve []CurvePoint
 
 	Power       *PlotData     // nil: no ramp or swing check, or no samples
 	Spectrum    *SpectrumData // nil: no line check, or no whole record
@@ -199,11 +206,79 @@ func gridCases(rep *evidence.Report, states map[*evidence.AuditCase]*gridState, 
 		if gc.Unit == "" {
 			gc.Unit = "kW"
 		}
+		gc.Curve = rideCurve(rep.Plan, pc)
 		if st := states[ac]; st != nil {
 			gc.measure(st, plots)
 		}
 		out = append(out, gc)
 	}
+	return out
+}
+
+// CurvePoint is a point of a ride-through curve and where it is
+// written.
+type CurvePoint struct {
+	DurationS, VoltagePU float64
+	Pos                  string
+}
+
+// rideCurve reads the contract's ride-through curve from the plan's
+// sources: a restores_within check names one point of it
+// (…voltage_ride_through.curve[i].voltage), and the plan's other
+// cases name the rest; every curve[i] with both its voltage and its
+// duration is taken, by duration.
+func rideCurve(p *plan.Plan, pc *plan.Case) []CurvePoint {
+	prefix := ""
+	for _, k := range pc.Checks {
+		for _, src := range k.Sources {
+			if i := strings.Index(src, ".curve["); i >= 0 && k.Kind == plan.RestoresWithin {
+				prefix = src[:i+len(".curve[")]
+			}
+		}
+	}
+	if prefix == "" {
+		return nil
+	}
+	byIndex := map[string]*CurvePoint{}
+	var keys []string
+	for path, src := range p.Sources {
+		rest, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			continue
+		}
+		idx, field, ok := strings.Cut(rest, "].")
+		if !ok {
+			continue
+		}
+		q, err := units.Parse(src.Value)
+		if err != nil {
+			continue
+		}
+		cp := byIndex[idx]
+		if cp == nil {
+			cp = &CurvePoint{DurationS: math.NaN(), VoltagePU: math.NaN()}
+			byIndex[idx] = cp
+			keys = append(keys, idx)
+		}
+		switch {
+		case field == "voltage" && q.Dim == units.Ratio:
+			cp.VoltagePU, cp.Pos = q.Canon/100, src.Pos
+		case field == "duration" && q.Dim == units.Time:
+			cp.DurationS = q.Canon
+		}
+	}
+	var out []CurvePoint
+	for _, k := range keys {
+		if cp := byIndex[k]; !math.IsNaN(cp.DurationS) && !math.IsNaN(cp.VoltagePU) {
+			out = append(out, *cp)
+		}
+	}
+	slices.SortFunc(out, func(a, b CurvePoint) int {
+		if c := cmp.Compare(a.DurationS, b.DurationS); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.VoltagePU, b.VoltagePU)
+	})
 	return out
 }
 

@@ -350,3 +350,39 @@ func TestGridSamplesCountedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestRideCurve reads the contract's ride-through curve from the plan's
+// sources: every point with a voltage and a duration, by duration; a
+// case whose checks name no point of it has none.
+func TestRideCurve(t *testing.T) {
+	const c = `boundaries."u1-site".grid.require.voltage_ride_through.curve`
+	p := &plan.Plan{Sources: map[string]plan.Source{
+		c + "[0].voltage":  {Pos: "grid.cue:37:16", Value: "0 pu"},
+		c + "[0].duration": {Pos: "grid.cue:37:34", Value: "150 ms"},
+		c + "[2].voltage":  {Pos: "grid.cue:39:16", Value: "0.7 pu"},
+		c + "[2].duration": {Pos: "grid.cue:39:36", Value: "3 s"},
+		c + "[1].voltage":  {Pos: "grid.cue:38:16", Value: "0.5 pu"},
+		c + "[1].duration": {Pos: "grid.cue:38:36", Value: "300 ms"},
+		c + "[3].voltage":  {Pos: "grid.cue:40:16", Value: "0.9 pu"}, // no duration: not a point
+	}}
+	for _, tt := range []struct {
+		name    string
+		sources []string
+		want    []CurvePoint
+	}{
+		{"a point named", []string{c + "[1].voltage", c + "[1].duration"}, []CurvePoint{
+			{0.15, 0, "grid.cue:37:16"}, {0.3, 0.5, "grid.cue:38:16"}, {3, 0.7, "grid.cue:39:16"}}},
+		{"no point named", []string{`boundaries."u1-site".grid.ride_through.retain`}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pc := &plan.Case{Checks: []plan.Check{{ID: "restored", Kind: plan.RestoresWithin, Sources: tt.sources}}}
+			got := rideCurve(p, pc)
+			require.Len(t, got, len(tt.want))
+			for i := range got {
+				assert.InDelta(t, tt.want[i].DurationS, got[i].DurationS, 1e-12)
+				assert.InDelta(t, tt.want[i].VoltagePU, got[i].VoltagePU, 1e-12)
+				assert.Equal(t, tt.want[i].Pos, got[i].Pos)
+			}
+		})
+	}
+}

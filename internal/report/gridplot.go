@@ -103,6 +103,20 @@ func (gc *GridCase) rideThrough(st *gridState, scale float64, unit string) *Plot
 	}
 	volts = append(volts, Point{T: d.Duration, V: 1})
 	d.Commanded = []Series{{Label: "grid voltage at the POI as the plan's grid_dip step sets it", Points: volts}}
+	for _, dp := range gc.Dips {
+		if !dp.Ran || len(gc.Curve) == 0 {
+			continue
+		}
+		// from the dip's start: each point's voltage until its duration
+		var pts []Point
+		from := dp.Start
+		for _, cp := range gc.Curve {
+			pts = append(pts, Point{T: from, V: cp.VoltagePU}, Point{T: dp.Start + cp.DurationS, V: cp.VoltagePU})
+			from = dp.Start + cp.DurationS
+		}
+		d.Curves = append(d.Curves, Series{Label: "the contract's ride-through curve from the dip's start: dips above it are ridden through", Points: pts})
+		break
+	}
 	d.ExcitationUnit, d.ExcitationLabel = "pu", "grid voltage (pu)"
 	for _, k := range gc.Checks {
 		if k.Kind != plan.RestoresWithin {
@@ -133,7 +147,74 @@ func (gc *GridCase) rideThrough(st *gridState, scale float64, unit string) *Plot
 			Label: fmt.Sprintf("restored: at least %g %% of %s, the mean over the %g s before %s (%s)", k.SharePct, fmtNum(ref/scale, unit), k.ReferenceS, k.From, k.ID)})
 		d.Marks = append(d.Marks, Mark{At: end + k.WithinS, Failed: failed, Label: fmt.Sprintf("restored by +%g s", k.WithinS)})
 	}
-	return d
+	return zoomDips(d, st, gc, scale)
+}
+
+// zoomDips narrows a ride-through plot to its dips: from the reference
+// window before the first (at least 5 s) to the end of the restore
+// window and of the contract's curve after the last (at least 2 s),
+// the samples decimated again over that span so the dip keeps its
+// shape. The time axis then counts from the span's start.
+func zoomDips(d *PlotData, st *gridState, gc *GridCase, scale float64) *PlotData {
+	first, last := math.Inf(1), math.Inf(-1)
+	for _, dp := range gc.Dips {
+		if dp.Ran {
+			first, last = math.Min(first, dp.Start), math.Max(last, dp.End)
+		}
+	}
+	if math.IsInf(first, 0) {
+		return d
+	}
+	before, after := 5.0, 2.0
+	for _, k := range gc.Checks {
+		if k.Kind == plan.RestoresWithin {
+			before, after = math.Max(before, k.ReferenceS+1), math.Max(after, k.ForS+1)
+		}
+	}
+	for _, cp := range gc.Curve {
+		after = math.Max(after, cp.DurationS+1)
+	}
+	a, b := math.Max(0, first-before), math.Min(d.Duration, last+after)
+	if b-a >= 0.8*d.Duration {
+		return d
+	}
+	from := st.tl.Start.Add(plan.Seconds(a))
+	dec := NewDecimator(from, st.tl.Start.Add(plan.Seconds(b)), DefaultBuckets)
+	for i, t := range st.t {
+		dec.Add(st.tl.Start.Add(t), st.v[i])
+	}
+	z := *d
+	z.Measured, z.Samples, z.BadQuality = nil, dec.Len(), 0
+	for _, p := range dec.Points() {
+		z.Measured = append(z.Measured, Point{T: p.T, V: p.V / scale})
+	}
+	if len(z.Measured) == 0 {
+		return d
+	}
+	z.Duration = b - a
+	z.XLabel = fmt.Sprintf("time since +%.1f s into the case (s)", a)
+	shift := func(ser []Series) []Series {
+		var out []Series
+		for _, s := range ser {
+			n := Series{Label: s.Label}
+			for _, p := range s.Points {
+				n.Points = append(n.Points, Point{T: math.Max(0, math.Min(z.Duration, p.T-a)), V: p.V})
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	z.Commanded, z.Curves = shift(d.Commanded), shift(d.Curves)
+	z.Bands, z.Marks = nil, nil
+	for _, bd := range d.Bands {
+		bd.From, bd.To = bd.From-a, bd.To-a
+		z.Bands = append(z.Bands, bd)
+	}
+	for _, m := range d.Marks {
+		m.At -= a
+		z.Marks = append(z.Marks, m)
+	}
+	return &z
 }
 
 // SpectrumData is the spectrum of a grid case's graded record against
@@ -413,7 +494,15 @@ func gridPlots(r *Run) ([]htmlGrid, error) {
 func rideCaption(gc *GridCase) string {
 	var b strings.Builder
 	b.WriteString(caption(gc.RideThrough))
-	b.WriteString(" The contract's ride-through curve is not in the plan: drawn are the dip as the plan's grid_dip step set it and each restores_within check's threshold over its window")
+	if len(gc.Curve) > 0 {
+		var pts []string
+		for _, cp := range gc.Curve {
+			pts = append(pts, fmt.Sprintf("%g pu for %g s (%s)", cp.VoltagePU, cp.DurationS, cp.Pos))
+		}
+		b.WriteString(" The contract's ride-through curve (dotted) is read from the values the plan's checks were compiled from, as written: " + strings.Join(pts, ", ") + ". Drawn with it are the dip as the plan's grid_dip step set it and each restores_within check's threshold over its window")
+	} else {
+		b.WriteString(" The contract's ride-through curve is not in the plan: drawn are the dip as the plan's grid_dip step set it and each restores_within check's threshold over its window")
+	}
 	var src []string
 	for _, k := range gc.Checks {
 		if k.Kind == plan.RestoresWithin {

@@ -104,6 +104,9 @@ func legend(p *PlotData) []legendItem {
 	for _, c := range p.Commanded {
 		out = append(out, legendItem{"commanded", c.Label + " (lower axis)"})
 	}
+	for _, c := range p.Curves {
+		out = append(out, legendItem{"curve", c.Label + " (lower axis)"})
+	}
 	if p.ExcitationChannel != "" {
 		out = append(out, legendItem{"excitation", "measured " + p.ExcitationChannel + " (lower axis)"})
 	}

@@ -31,6 +31,9 @@ type PlotData struct {
 	// Commanded is each load bank's setpoint as the case's program
 	// commanded it, in kW, drawn dashed on the lower axis.
 	Commanded []Series
+	// Curves are limits drawn on the lower axis, dotted in the
+	// envelope's colour: a contract's ride-through curve.
+	Curves []Series
 
 	Bands    []Band
 	Marks    []Mark
@@ -90,6 +93,7 @@ var (
 	colMeasured   = color.RGBA{R: 0x1f, G: 0x4e, B: 0x9a, A: 0xff}
 	colExcitation = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
 	colCommanded  = color.RGBA{R: 0x8e, G: 0x44, B: 0xad, A: 0xff}
+	colCurve      = color.RGBA{R: 0xe0, G: 0x7b, B: 0x00, A: 0xff}
 	colSteady     = color.NRGBA{R: 0x2e, G: 0x9d, B: 0x4f, A: 0x33}
 	colEnvelope   = color.NRGBA{R: 0xf0, G: 0x9a, B: 0x1a, A: 0x33}
 	colFailedBand = color.NRGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x22}
@@ -400,6 +404,17 @@ func (d *PlotData) excitationPlot() (*plot.Plot, error) {
 	}
 	p := newPlot(ylabel, d.Duration)
 	p.X.Label.Text = "time since the case started (s)"
+	if d.XLabel != "" {
+		p.X.Label.Text = d.XLabel
+	}
+	for _, c := range d.Curves {
+		line, err := plotter.NewLine(xys(c.Points))
+		if err != nil {
+			return nil, fmt.Errorf("plot of %s: %w", c.Label, err)
+		}
+		line.Color, line.Width, line.Dashes = colCurve, vg.Points(1.5), []vg.Length{vg.Points(1.5), vg.Points(1.5)}
+		p.Add(line)
+	}
 	for _, c := range d.Commanded {
 		line, err := plotter.NewLine(xys(c.Points))
 		if err != nil {
@@ -423,7 +438,7 @@ func (d *PlotData) excitationPlot() (*plot.Plot, error) {
 	for _, pt := range d.Excitation {
 		vals = append(vals, pt.V)
 	}
-	for _, c := range d.Commanded {
+	for _, c := range append(append([]Series{}, d.Commanded...), d.Curves...) {
 		for _, pt := range c.Points {
 			vals = append(vals, pt.V)
 		}
