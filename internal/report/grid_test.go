@@ -386,3 +386,46 @@ func TestRideCurve(t *testing.T) {
 		})
 	}
 }
+
+// TestRideThroughZoomsOnTheDip: a dip in a long case is drawn from 5 s
+// before it to past the contract's curve, the time axis counting from
+// there, the dip and the curve where they happened.
+func TestRideThroughZoomsOnTheDip(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	tl := grade.Timeline{Start: t0, End: t0.Add(160 * time.Second)}
+	k := plan.Check{ID: "restored", Kind: plan.RestoresWithin, Channel: poi}
+	st := newGridState(&plan.Case{Checks: []plan.Check{k}}, tl, 0)
+	for i := 0; i <= 1600; i++ {
+		v := 3000.0
+		if i >= 1000 && i < 1003 {
+			v = 1000
+		}
+		st.add(evidence.Sample{Channel: poi, Time: t0.Add(time.Duration(i) * 100 * time.Millisecond), Value: v, Quality: evidence.Good})
+	}
+	gc := GridCase{Channel: poi, Unit: "kW", Dips: []GridDip{{Step: "dip", Target: "u1", VoltagePU: 0.5, DurationS: 0.3, Start: 100, End: 100.3, Ran: true}},
+		Curve: []CurvePoint{{DurationS: 0.15, VoltagePU: 0}, {DurationS: 3, VoltagePU: 0.7}}}
+	d := gc.rideThrough(st, 1000, "MW")
+	require.NotNil(t, d)
+	assert.InDelta(t, 9.3, d.Duration, 1e-9, "from 5 s before the dip to 1 s past the curve's 3 s")
+	assert.Equal(t, "time since +95.0 s into the case (s)", d.XLabel)
+	assert.Equal(t, 94, d.Samples, "the samples of 95..104.3 s")
+	lowest := Point{V: math.Inf(1)}
+	for _, p := range d.Measured {
+		if p.V < lowest.V {
+			lowest = p
+		}
+	}
+	assert.Equal(t, Point{T: 5, V: 1}, lowest, "the dip, 5 s in, in MW")
+	require.Len(t, d.Curves, 1)
+	assert.Equal(t, []Point{{T: 5, V: 0}, {T: 5.15, V: 0}, {T: 5.15, V: 0.7}, {T: 8, V: 0.7}}, roundPoints(d.Curves[0].Points))
+	require.Len(t, d.Marks, 1)
+	assert.InDelta(t, 5, d.Marks[0].At, 1e-9)
+}
+
+func roundPoints(ps []Point) []Point {
+	out := make([]Point, len(ps))
+	for i, p := range ps {
+		out[i] = Point{T: math.Round(p.T*1e9) / 1e9, V: p.V}
+	}
+	return out
+}
