@@ -91,8 +91,49 @@ func TestFacilityUnderTrainingLoad(t *testing.T) {
 			assert.Equal(t, grade.Pass, c.Outcome, "%s is not what the defect touches", c.ID)
 		}
 	}
-	assert.Equal(t, 3, len(res.Cases)+len(res.Skipped), "module ma's three transient clauses, each graded or listed as skipped: %v", res.Skipped)
+	assert.Equal(t, 4, len(res.Cases)+len(res.Skipped), "module ma's three transient clauses, each graded or listed as skipped, and the grid boundary the SAT plan leaves out: %v", res.Skipped)
 	assert.Contains(t, strings.Join(res.Skipped, "\n"), "sat.l1-ma.transient.training-heat: excited at a period of 60 s")
+	assert.Contains(t, strings.Join(res.Skipped, "\n"), "the grid boundary: the plan has no grid case (compile --level all or ist")
+}
+
+// TestFacilityGradesTheGrid: with a plan that holds the grid cases, the
+// module-wide step grades the site's power at the point of
+// interconnection against the utility's limits too, the meter read as
+// fast as the band needs. Module ma's training square wave, unsmoothed
+// (the burn-in's load), swings the site by about 1.5 MW every 4 s: its
+// line at 0.25 Hz and its ramps break the utility's limits, while the
+// joints' transient clauses hold.
+func TestFacilityGradesTheGrid(t *testing.T) {
+	f, _ := facility(t, "")
+	p, err := plan.Read(exampleDir + "/plans/all.json")
+	require.NoError(t, err)
+	f.Plan = p
+	res, err := f.Grade(context.Background())
+	require.NoError(t, err)
+	var grid *FacilityCase
+	for i, c := range res.Cases {
+		if c.ID == "u1-site at the point of interconnection" {
+			grid = &res.Cases[i]
+		} else {
+			assert.Equal(t, grade.Pass, c.Outcome, "%s: %v", c.ID, c.Verdicts)
+		}
+	}
+	require.NotNil(t, grid, "%v", res.Cases)
+	assert.Equal(t, `boundaries."u1-site".grid.require (grid.cue:30:22)`, grid.Clause)
+	assert.False(t, res.Passed)
+	byCheck := map[string]grade.Verdict{}
+	for _, v := range grid.Verdicts {
+		byCheck[v.Check] = v
+		assert.Greater(t, v.Samples, 5000, "%s: the meter read at 50 samples/s for two minutes", v.Check)
+	}
+	for _, v := range grid.Verdicts {
+		t.Log(v.Check, v.Outcome, v.Detail)
+	}
+	line := byCheck["line"]
+	require.Equal(t, grade.Fail, line.Outcome, line.Detail)
+	assert.Contains(t, line.Detail, "at 0.25 Hz")
+	assert.Greater(t, *line.Measured, 500.0)
+	assert.Equal(t, grade.Fail, byCheck["ramp-up-1s"].Outcome, byCheck["ramp-up-1s"].Detail)
 }
 
 // The ladder with the module-wide step: 288 healthy nodes all pass, but

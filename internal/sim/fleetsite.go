@@ -49,17 +49,15 @@ func (s *Site) buildFleet(c *contract.Contracts, g *inventory.Graph) {
 	}
 }
 
-// trainingWaves are the IT modules' training excitations: the square
-// wave on a power channel of a boundary the module consumes, as shares
-// of the module's design power.
+// trainingWaves are the IT modules' training excitations: the fastest
+// square wave on a power channel of a boundary the module consumes (the
+// iteration's, not a cooling clause's slow heat cycle), as shares of the
+// module's design power.
 func trainingWaves(c *contract.Contracts) map[string]fleet.Wave {
 	out := map[string]fleet.Wave{}
 	for _, b := range c.Boundaries {
 		m := c.Site.Module(b.Consumer.To)
 		if m == nil || m.Kind != "it" || m.DesignPower() <= 0 {
-			continue
-		}
-		if _, ok := out[m.ID]; ok {
 			continue
 		}
 		design := m.DesignPower()
@@ -78,8 +76,9 @@ func trainingWaves(c *contract.Contracts) map[string]fleet.Wave {
 			if x.Duty.Set {
 				w.Duty = x.Duty.Canon / 100
 			}
-			out[m.ID] = w
-			break
+			if cur, ok := out[m.ID]; !ok || w.Period < cur.Period {
+				out[m.ID] = w
+			}
 		}
 	}
 	return out
