@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -437,10 +438,17 @@ func TestHealthySiteMeetsItsContract(t *testing.T) {
 	}
 }
 
+// The grid defects (grid-no-smoothing, p1-ups-transfer-inside-curve)
+// break clauses graded at the point-of-interconnection meter by the
+// plan's grid cases: internal/satcmd's TestGridCasesOnTheSimulatedSite
+// runs them through sat run.
 func TestEachDefectBreaksItsClause(t *testing.T) {
 	cfg := example(t, "").cfg.Sim
 	for _, name := range cfg.DefectNames() {
 		df := cfg.Defects[name]
+		if strings.Contains(df.Violates, ".grid.require.") {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			failed := grade(t, name)

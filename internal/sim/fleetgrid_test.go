@@ -27,13 +27,13 @@ func TestFleetGridFromContract(t *testing.T) {
 	assert.Len(t, g.Answers, 48)
 	a := g.Answers["mc/r16"]
 	require.NotNil(t, a.Smoothing)
-	assert.Equal(t, gridload.Smoothing{Floor: 0.8, RampUp: 6, RampDown: 6}, *a.Smoothing)
+	assert.Equal(t, gridload.Smoothing{Floor: 0.8, RampUp: 5, RampDown: 5}, *a.Smoothing)
 	assert.Nil(t, a.Storage)
 	assert.Zero(t, a.PowerLimit)
 }
 
 // POST /v1/fleet/train starts the grid job on the nodes that are on:
-// the example's smoothing lets each GPU rise at 6 W/s toward its floor,
+// the example's smoothing lets each GPU rise at 5 W/s toward its floor,
 // and the rack's PDUs carry it; a pattern no job can run, or a site with
 // every node off, is refused with what to do. POST /v1/fleet/stop sets
 // the nodes idle, and they ramp down as declared.
@@ -65,14 +65,14 @@ func TestSiteTrainsThroughControl(t *testing.T) {
 	assert.Equal(t, TrainReply{Pattern: fleet.Pattern{PeriodS: 2, ComputeShare: 0.5}, Training: 18}, tr)
 
 	s.Site.Advance(3 * time.Second)
-	assert.InDelta(t, idle+3*6, gpuW(), 0.02, "the GPU rises at the smoothing's 6 W/s toward its floor")
-	assert.InDelta(t, pdu+72*3*6/fleet.PSUEff/2/1000, sig(t, s, "ma/r01/a", "power"), 0.001, "the rack's PDUs carry the GPUs' rise")
+	assert.InDelta(t, idle+3*5, gpuW(), 0.02, "the GPU rises at the smoothing's 5 W/s toward its floor")
+	assert.InDelta(t, pdu+72*3*5/fleet.PSUEff/2/1000, sig(t, s, "ma/r01/a", "power"), 0.001, "the rack's PDUs carry the GPUs' rise")
 
 	assert.ErrorContains(t, c.Train(ctx, fleet.Pattern{ComputeShare: 2}), "compute_share 2 must be a share of the period")
 
 	require.NoError(t, c.StopTraining(ctx))
 	s.Site.Advance(time.Second)
-	assert.InDelta(t, idle+3*6-6, gpuW(), 0.02, "stopped, the GPU falls at 6 W/s")
+	assert.InDelta(t, idle+3*5-5, gpuW(), 0.02, "stopped, the GPU falls at 5 W/s")
 	st, err := c.Nodes(ctx, "gpu-a-r01-n01")
 	require.NoError(t, err)
 	assert.Equal(t, fleet.Idle, st[0].State)

@@ -28,7 +28,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	assert.InDelta(t, 3300, c.Cooling("l2/loop", nil).FlowSetpoint, 1e-9)
 	assert.Len(t, c.Scripts["cell-1-failures"], 5)
 	assert.Equal(t, 90.0, c.Scripts["cell-1-failures"][2].At)
-	assert.Equal(t, []string{"l1-overshoot", "l1-silent-redundancy", "p1-pdu-wrong-scale", "p1-slow-recovery"}, c.DefectNames())
+	assert.Equal(t, []string{"grid-no-smoothing", "l1-overshoot", "l1-silent-redundancy", "p1-pdu-wrong-scale", "p1-slow-recovery", "p1-ups-transfer-inside-curve"}, c.DefectNames())
 }
 
 func write(t *testing.T, body string) string {
@@ -92,4 +92,19 @@ func TestDeviceRules(t *testing.T) {
 	assert.True(t, d.Matches("ma/r01/a", "ma"))
 	assert.False(t, d.Matches("ma/r01/b", "ma"))
 	assert.False(t, d.Matches("mb/r01/a", "mb"))
+}
+
+// The grid defects: the fleet's smoothing off, a block's UPS transfer
+// settings replaced.
+func TestGridDefects(t *testing.T) {
+	c, diags, err := Load("../../../fixtures/sim/threemodule")
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	assert.True(t, c.Defects["grid-no-smoothing"].NoSmoothing)
+	assert.False(t, c.Defects["p1-slow-recovery"].NoSmoothing)
+	p := c.Power("p1/block", c.Defects["p1-ups-transfer-inside-curve"])
+	assert.InDelta(t, 0.85, p.UPSTransferPU, 1e-9)
+	assert.InDelta(t, 0.02, p.UPSTransferAfter, 1e-9)
+	assert.InDelta(t, 300, p.UPSBackAfter, 1e-9)
+	assert.Zero(t, c.Power("p2/block", c.Defects["p1-ups-transfer-inside-curve"]).UPSTransferPU)
 }
