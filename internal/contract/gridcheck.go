@@ -420,25 +420,9 @@ func (m *gridModel) training(groups []gridload.Group, period float64) []float64 
 	if stored(groups) {
 		warm += m.horizon
 	}
-	skip, n := int(math.Round(warm*m.rate)), smooth(int(math.Ceil(window*m.rate)))
+	skip, n := int(math.Round(warm*m.rate)), gridsignal.FastLengthAbove(int(math.Ceil(window*m.rate)))
 	s := m.sum(groups, l, gridload.Scenario{Rate: m.rate, Seconds: float64(skip+n) / m.rate})
 	return s[skip : skip+n]
-}
-
-// smooth is the least n' >= n whose only prime factors are 2, 3 and 5:
-// an FFT of a length with a large prime factor is quadratic.
-func smooth(n int) int {
-	for ; ; n++ {
-		k := n
-		for _, p := range []int{2, 3, 5} {
-			for k%p == 0 {
-				k /= p
-			}
-		}
-		if k == 1 {
-			return n
-		}
-	}
 }
 
 func (m *gridModel) sum(groups []gridload.Group, l gridload.Load, sc gridload.Scenario) []float64 {

@@ -162,13 +162,7 @@ type kind interface {
 
 // New returns a grader for c over a case that ran as tl.
 func New(c plan.Check, tl Timeline, opt Options) *Grader {
-	g := &Grader{c: c, tl: tl, maxGap: opt.MaxGap}
-	if s, ok := tl.MaxGapS[c.Channel]; ok && s > 0 {
-		g.maxGap = seconds(s)
-	}
-	if g.maxGap <= 0 {
-		g.maxGap = 2 * time.Second
-	}
+	g := &Grader{c: c, tl: tl, maxGap: MaxGap(tl, c.Channel, opt)}
 	var err error
 	switch c.Kind {
 	case plan.InBand, plan.NoInterruption, plan.MaxDeviation:

@@ -309,12 +309,11 @@ func (m *gridMeasure) measure(ts []time.Duration, vs []float64) (found, error) {
 	if len(ts) < 2 {
 		return found{}, fmt.Errorf("%w: one sample", gridsignal.ErrWindow)
 	}
-	rate, err := GridRate(c, medianInterval(ts))
+	run, err := NewGridRun(c, ts, vs)
 	if err != nil {
 		return found{}, err
 	}
-	k := math.Round(rate * c.WindowS) // intervals per window_s
-	x := resample(ts, vs, rate)
+	rate, x, k := run.Series.Rate, run.Series.Values, float64(run.Window)
 	f := found{rate: rate}
 	start := ts[0]
 	off := func(s float64) time.Duration { return start + plan.Seconds(s) }
@@ -346,10 +345,8 @@ func (m *gridMeasure) measure(ts []time.Duration, vs []float64) (found, error) {
 		f.value, f.at, f.to = ch.Value, off(ch.From), off(ch.To)
 		return f, nil
 	}
-	l, starts := int(k), recordStarts(len(x), int(k))
-	if len(x) < l { // one record, its end cut to a fast FFT's length
-		l, f.short, starts = smoothBelow(len(x)), true, []int{0}
-	}
+	starts, l, short := run.Records()
+	f.short = short
 	for i, a := range starts {
 		rec := gridsignal.Series{Rate: rate, Values: x[a : a+l]}
 		var val, freq float64
@@ -397,7 +394,7 @@ func GridRate(c plan.Check, interval time.Duration) (float64, error) {
 			return 0, fmt.Errorf("%w: the samples come every %s (%.4g samples/s); the band up to %g Hz needs at least %g samples/s (%g × f2)",
 				gridsignal.ErrRate, durationText(dt), 1/dt, c.BandHighHz, need, gridsignal.MinRateFactor)
 		}
-		k = float64(smoothAbove(int(math.Max(k, math.Ceil(need*c.WindowS*(1-gridTol))))))
+		k = float64(gridsignal.FastLengthAbove(int(math.Max(k, math.Ceil(need*c.WindowS*(1-gridTol))))))
 	}
 	return k / c.WindowS, nil
 }
@@ -518,32 +515,6 @@ func onGrid(ts []time.Duration, rate float64) bool {
 	return true
 }
 
-// smooth5 reports whether n has no prime factor above 5.
-func smooth5(n int) bool {
-	for _, p := range []int{2, 3, 5} {
-		for n%p == 0 {
-			n /= p
-		}
-	}
-	return n == 1
-}
-
-// smoothAbove is the least n' >= n with no prime factor above 5: an FFT
-// of a length with a large prime factor is quadratic.
-func smoothAbove(n int) int {
-	for ; !smooth5(n); n++ {
-	}
-	return n
-}
-
-// smoothBelow is the greatest n' <= n with no prime factor above 5.
-func smoothBelow(n int) int {
-	for ; n > 1 && !smooth5(n); n-- {
-	}
-	return n
-}
-
-// sentence says what was measured, for PASS and FAIL.
 func (m *gridMeasure) sentence(f *found, records int) string {
 	c, start := m.c, m.g.tl.Start
 	unit := c.Unit

@@ -295,8 +295,6 @@ func TestBadGridChecks(t *testing.T) {
 }
 
 func TestGridHelpers(t *testing.T) {
-	assert.Equal(t, 3000, smoothAbove(2977))
-	assert.Equal(t, 2916, smoothBelow(2999))
 	assert.Equal(t, []int{0, 3000, 6000, 6001}, recordStarts(9001, 3000))
 	assert.Equal(t, []int{0, 3000}, recordStarts(6000, 3000))
 	assert.Empty(t, recordStarts(2999, 3000))

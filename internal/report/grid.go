@@ -474,141 +474,34 @@ func (g *gridState) peak() float64 {
 	return p
 }
 
-// gridRun is a stretch of a check's samples put on the grid the grader
-// measures (internal/grade/grid.go, "The uniform grid"): a step's good
-// samples split at gaps longer than the channel's max gap, resampled
-// from the run's first sample. T0 is that sample's time since the case
-// started, in seconds; K the intervals in window_s.
-type gridRun struct {
-	T0 float64
-	K  int
-	S  gridsignal.Series
-}
-
-// runs are the check's runs on the grader's grid.
-func (g *gridState) runs(k plan.Check) ([]gridRun, error) {
-	wins, err := k.Windows(g.tl)
+// runs are the check's runs as the grader measures them
+// (grade.GridWindows, GridSplit, NewGridRun): its steps' good samples,
+// contiguous steps joined, split at gaps longer than the channel's max
+// gap, each on the grader's uniform grid.
+func (g *gridState) runs(k plan.Check) ([]grade.GridRun, error) {
+	wins, err := grade.GridWindows(k, g.tl)
 	if err != nil {
 		return nil, err
 	}
-	wins = joinWindows(wins)
-	maxGap := 2 * time.Second // grade.New's default
-	if s := g.tl.MaxGapS[k.Channel]; s > 0 {
-		maxGap = plan.Seconds(s)
-	}
-	var out []gridRun
+	maxGap := grade.MaxGap(g.tl, k.Channel, grade.Options{})
+	var out []grade.GridRun
+	var lastErr error
 	for _, w := range wins {
 		a, b := g.index(w)
 		ts, vs := g.t[a:b], g.v[a:b]
-		from := 0
-		for i := 1; i <= len(ts); i++ {
-			if i < len(ts) && ts[i]-ts[i-1] <= maxGap {
+		for _, r := range grade.GridSplit(ts, maxGap) {
+			run, err := grade.NewGridRun(k, ts[r[0]:r[1]], vs[r[0]:r[1]])
+			if err != nil {
+				lastErr = err
 				continue
 			}
-			if i-from >= 2 {
-				if r, ok := gridRunOf(ts[from:i], vs[from:i], k); ok {
-					out = append(out, r)
-				}
-			}
-			from = i
+			out = append(out, run)
 		}
+	}
+	if len(out) == 0 && lastErr != nil {
+		return nil, lastErr
 	}
 	return out, nil
-}
-
-// joinWindows makes one window of steps that ran one after the other,
-// as the grader does (a job's start, its training and its stop are one
-// record of the site's power).
-func joinWindows(wins []plan.Window) []plan.Window {
-	var out []plan.Window
-	for i, w := range wins {
-		if i > 0 && !w.From.After(out[len(out)-1].To.Add(time.Millisecond)) {
-			out[len(out)-1].To = w.To
-			continue
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
-// gridRunOf resamples one run as the grader does: an interval dividing
-// window_s into K, K the least whole number of intervals no longer than
-// the run's (lower) median sample interval, for a spectral check at
-// least 2.5·f2·window_s and with no prime factor above 5.
-func gridRunOf(ts []time.Duration, vs []float64, k plan.Check) (gridRun, bool) {
-	d := make([]time.Duration, len(ts)-1)
-	for i := range d {
-		d[i] = ts[i+1] - ts[i]
-	}
-	slices.Sort(d)
-	dt := d[(len(d)-1)/2].Seconds()
-	if dt <= 0 || k.WindowS <= 0 {
-		return gridRun{}, false
-	}
-	n := int(math.Ceil(k.WindowS / dt * (1 - 1e-9)))
-	if k.Kind == plan.GridLine || k.Kind == plan.GridBandRMS {
-		n = smoothAbove(max(n, int(math.Ceil(gridsignal.MinRateFactor*k.BandHighHz*k.WindowS*(1-1e-9)))))
-	}
-	rate := float64(n) / k.WindowS
-	span := (ts[len(ts)-1] - ts[0]).Seconds()
-	out := make([]float64, int(math.Floor(span*rate*(1+1e-9)))+1)
-	step := 1e9 / rate
-	j, last := 0, len(ts)-1
-	for i := range out {
-		t := float64(ts[0]) + float64(i)*step
-		for j+1 < last && float64(ts[j+1]) <= t {
-			j++
-		}
-		a, b := float64(ts[j]), float64(ts[j+1])
-		switch {
-		case t >= b:
-			out[i] = vs[j+1]
-		case t <= a:
-			out[i] = vs[j]
-		default:
-			out[i] = vs[j] + (t-a)/(b-a)*(vs[j+1]-vs[j])
-		}
-	}
-	return gridRun{T0: ts[0].Seconds(), K: n, S: gridsignal.Series{Rate: rate, Values: out}}, true
-}
-
-// smooth5 reports whether n has no prime factor above 5.
-func smooth5(n int) bool {
-	for _, p := range []int{2, 3, 5} {
-		for n%p == 0 {
-			n /= p
-		}
-	}
-	return n == 1
-}
-
-// smoothAbove is the least n' >= n with no prime factor above 5.
-func smoothAbove(n int) int {
-	for ; !smooth5(n); n++ {
-	}
-	return n
-}
-
-// smoothBelow is the greatest n' <= n with no prime factor above 5.
-func smoothBelow(n int) int {
-	for ; n > 1 && !smooth5(n); n-- {
-	}
-	return n
-}
-
-// recordStarts are the first samples of the records of l samples in n,
-// as the grader takes them: every l from 0, and one ending at n when
-// samples are left over.
-func recordStarts(n, l int) []int {
-	var out []int
-	a := 0
-	for ; a+l <= n; a += l {
-		out = append(out, a)
-	}
-	if a < n && n >= l {
-		out = append(out, n-l)
-	}
-	return out
 }
 
 // worstWindow finds the ramp's or swing's worst window as the grader
@@ -621,9 +514,9 @@ func (k *GridCheck) worstWindow(st *gridState) error {
 	}
 	var lastErr error
 	for _, r := range runs {
-		s := r.S
+		s := r.Series
 		w := k.WindowS
-		if len(s.Values)-1 < r.K {
+		if len(s.Values)-1 < r.Window {
 			w = float64(len(s.Values)-1) / s.Rate
 		}
 		var c gridsignal.Change
@@ -644,7 +537,7 @@ func (k *GridCheck) worstWindow(st *gridState) error {
 		if k.worst == nil || c.Value > k.worst.Value {
 			i, j := int(math.Round(c.From*s.Rate)), int(math.Round(c.To*s.Rate))
 			k.worstV = [2]float64{s.Values[i], s.Values[j]}
-			c.From, c.To = c.From+r.T0, c.To+r.T0
+			c.From, c.To = c.From+r.T0.Seconds(), c.To+r.T0.Seconds()
 			k.worst = &c
 		}
 	}

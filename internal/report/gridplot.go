@@ -261,19 +261,16 @@ func (gc *GridCase) spectrum(st *gridState, scale float64, unit string) (*Spectr
 	bestAmp := math.Inf(-1)
 	var lastErr error
 	for _, r := range runs {
-		l := r.K
-		if len(r.S.Values) < l {
-			l = smoothBelow(len(r.S.Values))
-		}
-		for _, a := range recordStarts(len(r.S.Values), l) {
-			rec := gridsignal.Series{Rate: r.S.Rate, Values: r.S.Values[a : a+l]}
+		starts, l, _ := r.Records()
+		for _, a := range starts {
+			rec := gridsignal.Series{Rate: r.Series.Rate, Values: r.Series.Values[a : a+l]}
 			line, err := gridsignal.LargestLine(rec, first.BandLowHz, first.BandHighHz)
 			if err != nil {
 				lastErr = err
 				continue
 			}
 			if line.Amplitude > bestAmp {
-				best, bestAt, bestAmp = rec, r.T0+float64(a)/r.S.Rate, line.Amplitude
+				best, bestAt, bestAmp = rec, r.T0.Seconds()+float64(a)/r.Series.Rate, line.Amplitude
 			}
 		}
 	}
