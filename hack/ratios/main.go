@@ -100,6 +100,23 @@ func run(w io.Writer, cueBin, contractc, bench string, runs int) error {
 		}
 		fmt.Fprintf(w, "  %-46s %-14s %s\n", tt.name, grid, "< 0.5 s")
 	}
+	// issue 38: grading the meter's power (five grid checks, CPU), and
+	// the simulator with the grid job on 1,728 nodes, its meter polled
+	// at 50 samples/s
+	for _, tt := range []struct {
+		name, prefix, metric, unit string
+		goal                       float64
+	}{
+		{"grid grading, 1 h at 50 samples/s", "BenchmarkGrid/1h@50Hz", "cpu-ms/op", "ms", 50},
+		{"grid grading, 10 min at 1 kHz", "BenchmarkGrid/10min@1kHz", "cpu-ms/op", "ms", 200},
+		{"sim, grid job on 1,728 nodes, meter at 50/s", "BenchmarkServedFleet/nodes=1728/grid-job", "%core-polled", "% of a core", 25},
+	} {
+		got := "not in " + bench
+		if v, ok := benchMetric(bench, tt.prefix, tt.metric); ok {
+			got = verdict(v < tt.goal, fmt.Sprintf("%.1f %s", v, tt.unit))
+		}
+		fmt.Fprintf(w, "  %-46s %-14s %s\n", tt.name, got, fmt.Sprintf("< %g %s", tt.goal, tt.unit))
+	}
 	return nil
 }
 
