@@ -135,14 +135,15 @@ func (r *Runner) trainBanks(ctx context.Context, cr *caseRun, s plan.Step, rec *
 }
 
 // gridDip dips the grid through the simulator, or asks the operator to
-// with the test bench's grid simulator.
+// with the test bench's grid simulator. The step ends when the dip
+// does: the checks after it count from the voltage's return.
 func (r *Runner) gridDip(ctx context.Context, cr *caseRun, s plan.Step, rec *stepRecord) error {
 	if g := r.cfg.Site.Grid; g != nil {
 		if err := g.Dip(ctx, s.Target, *s.VoltagePU, seconds(s.DurationS)); err != nil {
 			return fmt.Errorf("the simulator's grid: %w", err)
 		}
 		rec.Detail = fmt.Sprintf("the simulator's grid dipped to %g pu for %g s", *s.VoltagePU, s.DurationS)
-		return nil
+		return r.clk.Sleep(ctx, seconds(s.DurationS))
 	}
 	return r.confirmStep(ctx, cr, s, rec)
 }
