@@ -107,8 +107,8 @@ func run(w io.Writer, cueBin, contractc, bench string, runs int) error {
 		name, prefix, metric, unit string
 		goal                       float64
 	}{
-		{"grid grading, 1 h at 50 samples/s", "BenchmarkGrid/1h@50Hz", "cpu-ms/op", "ms", 50},
-		{"grid grading, 10 min at 1 kHz", "BenchmarkGrid/10min@1kHz", "cpu-ms/op", "ms", 200},
+		{"grid grading (ramp, line), 1 h at 50 samples/s", "BenchmarkGrid/1h@50Hz/ramp+line", "cpu-ms/op", "ms", 50},
+		{"grid grading (ramp, line), 10 min at 1 kHz", "BenchmarkGrid/10min@1kHz/ramp+line", "cpu-ms/op", "ms", 200},
 		{"sim, grid job on 1,728 nodes, meter at 50/s", "BenchmarkServedFleet/nodes=1728/grid-job", "%core-polled", "% of a core", 25},
 	} {
 		got := "not in " + bench
