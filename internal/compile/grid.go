@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/gridsignal"
 	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/units"
 )
@@ -31,14 +32,13 @@ const (
 
 // Grid case timing.
 const (
-	gridLeadS      = 30  // idle before a job starts, and after it stops
-	gridSettleS    = 10  // beyond the model's own settling, before a record
-	gridRunS       = 90  // the least a job runs between its start and its stall
-	gridMarginS    = 2   // a record runs this much longer than its window
-	gridRefS       = 10  // the load a dip is measured against: its mean over this before the dip
-	gridRestoreS   = 10  // a restore is watched this much longer than its limit
-	gridBankShare  = 0.5 // a ride-through holds each IT module's load bank at this share of its module's design
-	gridRateFactor = 2.5 // samples per second per hertz of the band's upper edge (gridsignal.MinRateFactor)
+	gridLeadS     = 30  // idle before a job starts, and after it stops
+	gridSettleS   = 10  // beyond the model's own settling, before a record
+	gridRunS      = 90  // the least a job runs between its start and its stall
+	gridMarginS   = 2   // a record runs this much longer than its window
+	gridRefS      = 10  // the load a dip is measured against: its mean over this before the dip
+	gridRestoreS  = 10  // a restore is watched this much longer than its limit
+	gridBankShare = 0.5 // a ride-through holds each IT module's load bank at this share of its module's design
 )
 
 // gridClauses are a grid boundary's requirements as clauses, for the
@@ -337,8 +337,9 @@ func perWindow(q contract.Q, window float64) contract.Q {
 // sampling asks for the meter fast enough for the band, or for ramps.
 func (gb *gridBuilder) sampling(cb *caseBuilder) {
 	if o := gb.g.Oscillation; o != nil && o.High.Canon > 0 {
-		cb.samp.need(gb.ch, 1/(gridRateFactor*o.High.Canon),
-			fmt.Sprintf("the band's upper edge %s needs %g samples per second (2.5 × f2)", o.High.Raw, round(gridRateFactor*o.High.Canon)))
+		f := gridsignal.MinRateFactor
+		cb.samp.need(gb.ch, 1/(f*o.High.Canon),
+			fmt.Sprintf("the band's upper edge %s needs %g samples per second (%g × f2)", o.High.Raw, round(f*o.High.Canon), f))
 		return
 	}
 	cb.samp.need(gb.ch, 1.0/samplesPerWindow, fmt.Sprintf("at least %d samples within each 1 s ramp window", samplesPerWindow))
