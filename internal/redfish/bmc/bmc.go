@@ -6,10 +6,18 @@
 // of a real BMC: basic authentication or sessions (401 on a wrong
 // password), a limit of concurrent sessions, a limit of requests in
 // flight (503 with Retry-After when busy), a PATCH of the power limit
-// and a Reset action that reach the simulated node. Faults make it
-// misbehave as broken BMCs do (401 to everyone, 404, garbage, a
-// redirect loop, no answer, a Contains loop, busy), for the tests of
-// whoever walks it.
+// and a Reset action that reach the simulated node. Its AccountService
+// (after DMTF's public-rackmount1 mockup) holds local accounts (account
+// 1 is Config.User, an Administrator; up to Config.MaxAccounts): an
+// Administrator changes passwords, roles, enables and unlocks accounts
+// with a PATCH, creates them with a POST and deletes them; a new
+// password must meet Config.Policy (refused 400 with the rule); a
+// password change ends the account's other sessions; failed logins
+// lock an account out for a while (Config.Lockout*, in the source's
+// time); accounts survive a Reboot. Faults make it misbehave as broken
+// BMCs do (401 to everyone, 404, garbage, a redirect loop, no answer, a
+// Contains loop, busy, a refused power limit or password, a reset under
+// a write), for the tests of whoever walks it.
 package bmc
 
 import (
@@ -98,7 +106,18 @@ type Config struct {
 	// default), "%" (of AllowableMax in W), "kW", or anything else (its
 	// numbers then in W, for the tests of clients that must refuse it).
 	LimitUnits string
-	Log        *slog.Logger
+	// MaxAccounts is how many accounts it holds (default 4); a POST
+	// beyond them is refused with 400 CreateLimitReachedForResource.
+	MaxAccounts int
+	// Policy is what a new password must be (defaults: 12 to 32
+	// characters of 3 of the 4 classes); Password need not meet it.
+	Policy PasswordPolicy
+	// LockoutThreshold failed logins (default 5) of an account, each
+	// within LockoutResetAfter (default 60 s) of the last, lock it out
+	// for LockoutDuration (default 300 s), in the source's time.
+	LockoutThreshold                   int
+	LockoutDuration, LockoutResetAfter time.Duration
+	Log                                *slog.Logger
 }
 
 // BMC is one simulated BMC, an http.Handler.
@@ -119,8 +138,9 @@ type BMC struct {
 	busyFor  int           // the next requests answered 503 (SetBusyFor)
 	busyWait int           // their Retry-After, seconds
 	reboots  int
-	legacy   bool   // Config.Legacy, or SetLimitStyle's
-	units    string // Config.LimitUnits, or SetLimitStyle's
+	legacy   bool       // Config.Legacy, or SetLimitStyle's
+	units    string     // Config.LimitUnits, or SetLimitStyle's
+	accounts []*account // by id; kept across a Reboot
 }
 
 // Stats count what a BMC has answered.
@@ -135,6 +155,11 @@ type Stats struct {
 	// POST or DELETE other than a login or logout), whether it took
 	// them or not: a dry run's stay at zero.
 	Writes int `json:"writes"`
+	// FailedLogins are the logins (basic or session) of an existing
+	// account with a wrong password; Lockouts the accounts locked out
+	// by them so far.
+	FailedLogins int `json:"failed_logins"`
+	Lockouts     int `json:"lockouts"`
 }
 
 // New is a BMC serving src.
@@ -151,7 +176,10 @@ func New(cfg Config, src Source) *BMC {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &BMC{cfg: cfg, src: src, sessions: map[string]*session{}, release: make(chan struct{}), legacy: cfg.Legacy, units: cfg.LimitUnits}
+	cfg.accountDefaults()
+	admin := &account{id: "1", user: cfg.User, password: cfg.Password, role: RoleAdministrator, enabled: true}
+	return &BMC{cfg: cfg, src: src, sessions: map[string]*session{}, release: make(chan struct{}), legacy: cfg.Legacy, units: cfg.LimitUnits,
+		accounts: []*account{admin}}
 }
 
 // Name is the BMC's name.
@@ -233,10 +261,14 @@ func (b *BMC) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	uri := redfish.Clean(r.URL.Path)
-	if !public(r.Method, uri) && !b.authorized(w, r) {
-		return
+	var who caller
+	if !public(r.Method, uri) {
+		var ok bool
+		if who, ok = b.authorized(w, r); !ok {
+			return
+		}
 	}
-	b.route(w, r, uri)
+	b.route(w, r, uri, who)
 }
 
 // public are the resources anyone may read: the protocol versions and

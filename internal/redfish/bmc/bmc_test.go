@@ -212,6 +212,9 @@ func TestComputeTrayBMC(t *testing.T) {
 		seen[strings.TrimSuffix(uri, "/")] = true
 		resp, doc := c.do(http.MethodGet, uri, nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: every link leads somewhere", uri)
+		if uri == "/redfish/v1/AccountService" {
+			delete(doc, "Oem") // the simulator's own password rule, Oem.Seam (TestAccountServiceDocuments)
+		}
 		raw, _ := json.Marshal(doc)
 		assert.NotContains(t, string(raw), "Seam", uri)
 		var found []string

@@ -19,10 +19,18 @@ const (
 	FaultContainsLoop = "contains_loop"  // its chassis contains a chassis that contains it
 	FaultReadOnly     = "read_only"      // a PATCH of the power limit is refused (403)
 	FaultResetOnWrite = "reset_on_write" // a PATCH of the power limit resets the BMC: no answer, the cap not applied
+	// FaultPasswordRefused refuses every password change or account
+	// creation with 400 and a policy message (a password used
+	// recently).
+	FaultPasswordRefused = "password_refused"
+	// FaultResetOnPassword applies a password PATCH, then resets the
+	// BMC without answering (the connection drops; sessions end).
+	FaultResetOnPassword = "reset_on_password"
 )
 
 // Faults lists the faults.
-var Faults = []string{FaultUnauthorized, FaultNotFound, FaultGarbage, FaultRedirectLoop, FaultTimeout, FaultBusy, FaultContainsLoop, FaultReadOnly, FaultResetOnWrite}
+var Faults = []string{FaultUnauthorized, FaultNotFound, FaultGarbage, FaultRedirectLoop, FaultTimeout, FaultBusy, FaultContainsLoop, FaultReadOnly, FaultResetOnWrite,
+	FaultPasswordRefused, FaultResetOnPassword}
 
 // SetFault puts a fault in force (on) or clears it; one at a time.
 func (b *BMC) SetFault(kind string, on bool) error {

@@ -11,11 +11,15 @@ import (
 )
 
 // route answers an authorised (or public) request.
-func (b *BMC) route(w http.ResponseWriter, r *http.Request, uri string) {
+func (b *BMC) route(w http.ResponseWriter, r *http.Request, uri string, who caller) {
 	if writes(r.Method, uri) {
 		b.mu.Lock()
 		b.stats.Writes++
 		b.mu.Unlock()
+	}
+	if uri == accountServiceURI || strings.HasPrefix(uri, accountServiceURI+"/") {
+		b.accountService(w, r, uri, who)
+		return
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:

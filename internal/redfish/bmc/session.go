@@ -24,12 +24,6 @@ func token() string {
 	return hex.EncodeToString(b)
 }
 
-func (b *BMC) credentialsOK(user, pass string) bool {
-	u := subtle.ConstantTimeCompare([]byte(user), []byte(b.cfg.User))
-	p := subtle.ConstantTimeCompare([]byte(pass), []byte(b.cfg.Password))
-	return u&p == 1
-}
-
 // expire ends the sessions unused for longer than the timeout; with
 // b.mu held.
 func (b *BMC) expire(now time.Time) {
@@ -41,8 +35,8 @@ func (b *BMC) expire(now time.Time) {
 }
 
 // authorized checks a request's X-Auth-Token or basic credentials, and
-// answers 401 when they do not hold.
-func (b *BMC) authorized(w http.ResponseWriter, r *http.Request) bool {
+// answers 401 when they do not hold; it is who made the request.
+func (b *BMC) authorized(w http.ResponseWriter, r *http.Request) (caller, bool) {
 	now := b.src.Now()
 	b.mu.Lock()
 	b.expire(now)
@@ -51,25 +45,25 @@ func (b *BMC) authorized(w http.ResponseWriter, r *http.Request) bool {
 			if subtle.ConstantTimeCompare([]byte(s.token), []byte(tok)) == 1 {
 				s.last = now
 				b.mu.Unlock()
-				return true
+				return caller{user: s.user, session: s.id}, true
 			}
 		}
 		b.stats.Unauthorized++
 		b.mu.Unlock()
 		unauthorized(w, "NoValidSession", "There is no valid session established with the implementation.",
 			"Establish as session before attempting any operations.", nil)
-		return false
+		return caller{}, false
 	}
 	user, pass, ok := r.BasicAuth()
-	if ok && b.credentialsOK(user, pass) {
+	if ok && b.credentialsOK(user, pass, now) {
 		b.mu.Unlock()
-		return true
+		return caller{user: user}, true
 	}
 	b.stats.Unauthorized++
 	b.mu.Unlock()
 	unauthorized(w, "ResourceAtUriUnauthorized", fmt.Sprintf("While accessing the resource at %s, the service received an authorization error unauthorized.", r.URL.Path),
 		"Ensure that the appropriate access is provided for the service in order for it to access the URI.", []string{r.URL.Path, "unauthorized"})
-	return false
+	return caller{}, false
 }
 
 func unauthorized(w http.ResponseWriter, id, msg, resolution string, args []string) {
@@ -89,7 +83,7 @@ func (b *BMC) login(w http.ResponseWriter, r *http.Request) {
 	now := b.src.Now()
 	b.mu.Lock()
 	b.expire(now)
-	if !b.credentialsOK(body.UserName, body.Password) {
+	if !b.credentialsOK(body.UserName, body.Password, now) {
 		b.stats.Unauthorized++
 		b.mu.Unlock()
 		unauthorized(w, "ResourceAtUriUnauthorized", fmt.Sprintf("While accessing the resource at %s, the service received an authorization error unauthorized.", sessionsURI),

@@ -227,6 +227,7 @@ func (s *static) root(name string) {
 	r["UUID"] = uuidFor("seam simulated BMC " + name)
 	r["RedfishVersion"] = redfish.RedfishVersion
 	r["SessionService"] = ref(redfish.Root + "/SessionService")
+	r["AccountService"] = ref(accountServiceURI)
 	links := asMap(r["Links"])
 	if links == nil {
 		links = map[string]any{}
