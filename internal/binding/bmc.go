@@ -33,8 +33,12 @@ const (
 	RuleBMCAccount = "BIND034"
 )
 
-// ControlPowerLimit is the node power cap control (bmcs.writable).
-const ControlPowerLimit = "PowerLimit"
+// The BMC controls a binding may declare writable (bmcs.writable): a
+// node's power cap, and the BMC's accounts (sat bmc rotate).
+const (
+	ControlPowerLimit = "PowerLimit"
+	ControlAccounts   = "Accounts"
+)
 
 // BMCs is a binding's bmcs section: how sat discover reaches the site's
 // BMCs over Redfish.

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Format is the secrets file's format field.
@@ -36,13 +37,28 @@ type Entry struct {
 	User    string `json:"user"`
 	Active  string `json:"active"`
 	Pending string `json:"pending,omitempty"`
+	// Standby is the BMC's second service account (the two-account
+	// scheme of sat bmc rotate): the one not in use, whose secret the
+	// site does not keep.
+	Standby string `json:"standby,omitempty"`
+	// Rotated is when sat bmc rotate put the active secret in place.
+	Rotated time.Time `json:"rotated,omitzero"`
+}
+
+// Rotation is a rotation under way (sat bmc rotate): when it started
+// and who ran it. It stays in the file until every BMC it covers is
+// rotated, so that a run stopped half-way is continued by the next.
+type Rotation struct {
+	Started time.Time `json:"started"`
+	By      string    `json:"by"`
 }
 
 // File is a secrets file as read (or to be written).
 type File struct {
-	Path string
-	Mode fs.FileMode      // kept when the file is written again
-	BMCs map[string]Entry // by BMC name; Any for the others
+	Path     string
+	Mode     fs.FileMode      // kept when the file is written again
+	BMCs     map[string]Entry // by BMC name; Any for the others
+	Rotation *Rotation        // a rotation under way; nil: none
 }
 
 // Credential is a login to try: a BMC's user and one of its secrets.
@@ -59,8 +75,9 @@ func (c Credential) String() string { return c.User + " (" + c.Which + " secret)
 func (c Credential) GoString() string { return "bmcsecret.Credential{" + c.String() + "}" }
 
 type fileJSON struct {
-	Format string           `json:"format"`
-	BMCs   map[string]Entry `json:"bmcs"`
+	Format   string           `json:"format"`
+	Rotation *Rotation        `json:"rotation,omitempty"`
+	BMCs     map[string]Entry `json:"bmcs"`
 }
 
 // Load reads a secrets file. It refuses one that others than its owner
@@ -110,7 +127,7 @@ func Parse(src []byte) (*File, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf(": %s", strings.Join(errs, "; "))
 	}
-	return &File{Mode: 0o600, BMCs: j.BMCs}, nil
+	return &File{Mode: 0o600, BMCs: j.BMCs, Rotation: j.Rotation}, nil
 }
 
 // lineOf is ":LINE" of a JSON decoding error, or "" when it has no
@@ -131,15 +148,25 @@ func lineOf(src []byte, err error) string {
 	return fmt.Sprintf(":%d", bytes.Count(src[:off], []byte("\n"))+1)
 }
 
-// For is the credentials to try on the BMC called name: its active
-// secret, then its pending one when a rotation left one.
-func (f *File) For(name string) ([]Credential, error) {
+// Entry is the account of the BMC called name: its own entry, else the
+// file's Any entry.
+func (f *File) Entry(name string) (Entry, error) {
 	e, ok := f.BMCs[name]
 	if !ok {
 		e, ok = f.BMCs[Any]
 	}
 	if !ok {
-		return nil, fmt.Errorf("BMC %s has no entry in the secrets file %s (and it has no %q entry): add one", name, f.Path, Any)
+		return Entry{}, fmt.Errorf("BMC %s has no entry in the secrets file %s (and it has no %q entry): add one", name, f.Path, Any)
+	}
+	return e, nil
+}
+
+// For is the credentials to try on the BMC called name: its active
+// secret, then its pending one when a rotation left one.
+func (f *File) For(name string) ([]Credential, error) {
+	e, err := f.Entry(name)
+	if err != nil {
+		return nil, err
 	}
 	out := []Credential{{User: e.User, Secret: e.Active, Which: Active}}
 	if e.Pending != "" && e.Pending != e.Active {
@@ -159,7 +186,7 @@ func (f *File) Save() error {
 }
 
 func (f *File) save() error {
-	b, err := json.MarshalIndent(fileJSON{Format: Format, BMCs: f.BMCs}, "", "  ")
+	b, err := json.MarshalIndent(fileJSON{Format: Format, Rotation: f.Rotation, BMCs: f.BMCs}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -131,35 +131,56 @@ func writeEvent(path string, ev discover.ReconcileEvent) error {
 // discoverSite loads the binding and the declared inventory, finds the
 // BMCs and walks them.
 func discoverSite(ctx context.Context, f discoverFlags, stderr io.Writer, lookupEnv func(string) (string, bool)) (*discover.Report, error) {
-	b, diags, err := binding.Load(f.site)
+	sb, err := loadSiteBMCs(ctx, f.site, f.contracts, f.inventories, splitList(f.racks), stderr, lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	f.bmc.apply(&sb.access, stderr)
+	return discover.Run(ctx, sb.site, sb.declared, sb.targets, sb.access), nil
+}
+
+// siteBMCs are a site's BMCs as its binding and its declared inventory
+// give them (sat discover, sat bmc rotate).
+type siteBMCs struct {
+	site     string
+	declared *discover.Declared // only the racks asked for
+	targets  []discover.Target  // only the racks asked for
+	access   bmchttp.Access
+	bmcs     *binding.BMCs
+}
+
+// loadSiteBMCs loads the binding, its bmcs section and the declared
+// inventory (of contracts, else the binding's contract directory), and
+// finds the BMCs, only those of racks when some are given.
+func loadSiteBMCs(ctx context.Context, site, contracts string, inventories, racks []string, stderr io.Writer, lookupEnv func(string) (string, bool)) (*siteBMCs, error) {
+	b, diags, err := binding.Load(site)
 	if err == nil && diags.Count(diag.Error) > 0 {
 		diag.Text(stderr, diags)
-		err = fmt.Errorf("the binding in %s has %d error(s)", f.site, diags.Count(diag.Error))
+		err = fmt.Errorf("the binding in %s has %d error(s)", site, diags.Count(diag.Error))
 	}
 	if err != nil {
 		return nil, err
 	}
-	bm, bd, err := binding.LoadBMCs(f.site)
+	bm, bd, err := binding.LoadBMCs(site)
 	if err == nil && bd.Count(diag.Error) > 0 {
 		diag.Text(stderr, bd)
-		err = fmt.Errorf("the bmcs section of %s has %d error(s)", f.site, bd.Count(diag.Error))
+		err = fmt.Errorf("the bmcs section of %s has %d error(s)", site, bd.Count(diag.Error))
 	}
 	if err != nil {
 		return nil, err
 	}
-	dir := f.contracts
+	dir := contracts
 	if dir == "" {
 		dir = b.Contracts
 	}
 	if dir == "" {
 		return nil, errors.New("no declared inventory: the binding names no contract directory; give --contracts DIR")
 	}
-	site, g, names, err := declared(dir, f.inventories, stderr)
+	name, g, names, err := declared(dir, inventories, stderr)
 	if err != nil {
 		return nil, err
 	}
 	d := discover.Declare(g, names)
-	racks := splitList(f.racks)
 	for _, r := range racks {
 		if !d.HasRack(r) {
 			return nil, fmt.Errorf("--racks: no rack %q in the inventory", r)
@@ -173,8 +194,7 @@ func discoverSite(ctx context.Context, f discoverFlags, stderr io.Writer, lookup
 		d = d.Only(racks...)
 		targets = onlyRacks(targets, racks, names)
 	}
-	f.bmc.apply(&opt, stderr)
-	return discover.Run(ctx, site, d, targets, opt), nil
+	return &siteBMCs{site: name, declared: d, targets: targets, access: opt, bmcs: bm}, nil
 }
 
 // declared reads the contract directory and its handover inventory (or

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/bmcsecret"
+	"github.com/seamdc/seam/internal/inventory"
 )
 
 // WriteBinding writes the credentials, control.url and binding.cue into
@@ -57,9 +58,12 @@ func (o *Opened) WriteBinding(dir, control string, scale float64, stepped bool, 
 // writeBMCs writes bmcs.cue beside the binding: the fleet's BMCs as the
 // simulator serves them, their accounts in a secrets file beside it
 // (bmc-secrets.json: each BMC's, and a "*" entry for a tray a defect
-// adds later), and the power limit declared writable (a simulated site
-// is where caps are tried: sat cap, facilityd's reconciler); nothing
-// when the site has no fleet.
+// adds later), and the power limit and the accounts declared writable
+// (a simulated site is where caps and rotations are tried: sat cap,
+// facilityd's reconciler, sat bmc rotate); nothing when the site has no
+// fleet. A compute tray's BMC names a standby account (StandbyUser), so
+// that sat bmc rotate uses the two-account scheme there and the
+// one-account scheme on the others.
 func (o *Opened) writeBMCs(dir string) error {
 	path := filepath.Join(dir, "bmc-secrets.json")
 	bm := o.BMCBinding(path)
@@ -69,12 +73,20 @@ func (o *Opened) writeBMCs(dir string) error {
 	f := &bmcsecret.File{Path: path, Mode: 0o600, BMCs: map[string]bmcsecret.Entry{}}
 	account := bmcsecret.Entry{User: o.cfg.Secrets.BMCUser, Active: o.cfg.Secrets.BMCPassword}
 	f.BMCs[bmcsecret.Any] = account
-	for _, e := range bm.Endpoints {
-		f.BMCs[e.Name] = account
+	for _, e := range o.BMCs() {
+		a := account
+		if e.Kind == inventory.KindCompute.String() {
+			a.Standby = StandbyUser(a.User)
+		}
+		f.BMCs[e.Name] = a
 	}
 	if err := f.Save(); err != nil {
 		return err
 	}
-	bm.WritableControls = []string{binding.ControlPowerLimit}
+	bm.WritableControls = []string{binding.ControlPowerLimit, binding.ControlAccounts}
 	return os.WriteFile(filepath.Join(dir, "bmcs.cue"), binding.MarshalBMCs(bm, "binding"), 0o644)
 }
+
+// StandbyUser is the name of the second service account the simulated
+// site's secrets file gives a compute tray's BMC.
+func StandbyUser(user string) string { return user + "-b" }

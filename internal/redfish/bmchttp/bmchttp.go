@@ -109,29 +109,40 @@ func (a Access) Client(waited func(time.Duration)) (*http.Client, func()) {
 // active secret, then its pending one on a login refused (401 or 403);
 // a BMC that refuses both is ErrCredentialLost. The caller logs out.
 func (a Access) Connect(ctx context.Context, client *http.Client, name, url string) (*gofish.APIClient, error) {
+	api, _, err := a.Login(ctx, client, name, url)
+	return api, err
+}
+
+// Login is Connect, and says which of the BMC's credentials it took.
+func (a Access) Login(ctx context.Context, client *http.Client, name, url string) (*gofish.APIClient, bmcsecret.Credential, error) {
 	creds, err := a.credentials(name)
 	if err != nil {
-		return nil, err
+		return nil, bmcsecret.Credential{}, err
 	}
 	var refused []string
 	for _, c := range creds {
-		api, err := gofish.ConnectContext(ctx, gofish.ClientConfig{Endpoint: strings.TrimSuffix(url, "/"), Username: c.User, Password: c.Secret,
-			BasicAuth: a.Basic, HTTPClient: client, NoModifyTransport: true, ReuseConnections: true, MaxConcurrentRequests: int64(a.PerBMC)})
-		if err == nil || !refusedLogin(err) {
-			return api, err
+		api, err := a.ConnectAs(ctx, client, url, c)
+		if err == nil || !RefusedLogin(err) {
+			return api, c, err
 		}
 		if a.Secrets == nil {
-			return nil, err // one account: the BMC's own answer
+			return nil, c, err // one account: the BMC's own answer
 		}
 		refused = append(refused, c.String())
 		a.WithDefaults().Log.Debug("BMC refused a login", "bmc", name, "credential", c.String())
 	}
-	return nil, fmt.Errorf("%w: BMC %s refused every secret the site holds for it (%s): docs/bmc-credentials.md says what to do",
+	return nil, bmcsecret.Credential{}, fmt.Errorf("%w: BMC %s refused every secret the site holds for it (%s): docs/bmc-credentials.md says what to do",
 		ErrCredentialLost, name, strings.Join(refused, ", "))
 }
 
-// refusedLogin says whether err is the BMC refusing the credentials.
-func refusedLogin(err error) bool {
+// ConnectAs logs in with one credential, as Connect does.
+func (a Access) ConnectAs(ctx context.Context, client *http.Client, url string, c bmcsecret.Credential) (*gofish.APIClient, error) {
+	return gofish.ConnectContext(ctx, gofish.ClientConfig{Endpoint: strings.TrimSuffix(url, "/"), Username: c.User, Password: c.Secret,
+		BasicAuth: a.Basic, HTTPClient: client, NoModifyTransport: true, ReuseConnections: true, MaxConcurrentRequests: int64(max(a.PerBMC, 1))})
+}
+
+// RefusedLogin says whether err is the BMC refusing the credentials.
+func RefusedLogin(err error) bool {
 	var re *schemas.Error
 	return errors.As(err, &re) && (re.HTTPReturnedStatusCode == http.StatusUnauthorized || re.HTTPReturnedStatusCode == http.StatusForbidden)
 }
