@@ -156,8 +156,9 @@ type Stats struct {
 	// them or not: a dry run's stay at zero.
 	Writes int `json:"writes"`
 	// FailedLogins are the logins (basic or session) of an existing
-	// account with a wrong password; Lockouts the accounts locked out
-	// by them so far.
+	// account, enabled and not locked out, with a wrong password (those
+	// that count towards a lockout); Lockouts the lockouts they caused
+	// so far.
 	FailedLogins int `json:"failed_logins"`
 	Lockouts     int `json:"lockouts"`
 }
