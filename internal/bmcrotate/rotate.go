@@ -24,6 +24,7 @@
 package bmcrotate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,6 +111,9 @@ func Run(ctx context.Context, targets []Target, opt Options) []Result {
 		opt.Settle = 2 * time.Minute
 	}
 	out := make([]Result, len(targets))
+	// a dry run's lines, BMC by BMC, printed in the targets' order
+	dry := make([]bytes.Buffer, len(targets))
+	subs := make([]*dryrun.Recorder, len(targets))
 	sem := make(chan struct{}, opt.Access.Parallel)
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -121,7 +125,12 @@ func Run(ctx context.Context, targets []Target, opt Options) []Result {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r := (&rotation{opt: opt, t: t}).run(ctx)
+			rot := &rotation{opt: opt, t: t}
+			if opt.Dry.Active() {
+				subs[i] = dryrun.New(&dry[i], opt.Dry.Log)
+				rot.opt.Dry = subs[i]
+			}
+			r := rot.run(ctx)
 			out[i] = r
 			opt.Access.Log.Info("BMC rotation", "bmc", r.BMC, "outcome", r.Outcome, "scheme", r.Scheme, "account", r.Account, "step", r.Step, "error", r.Error)
 			if opt.Record != nil {
@@ -130,6 +139,14 @@ func Run(ctx context.Context, targets []Target, opt Options) []Result {
 		})
 	}
 	wg.Wait()
+	if opt.Dry.Active() {
+		for i := range dry {
+			_, _ = opt.Dry.Out.Write(dry[i].Bytes())
+			if subs[i] != nil {
+				opt.Dry.Merge(subs[i])
+			}
+		}
+	}
 	return out
 }
 
@@ -139,6 +156,8 @@ type rotation struct {
 	t       Target
 	client  *http.Client
 	secrets []string // every secret this rotation handles: scrubbed from messages
+	// dryEntry is the entry a dry run would have written last
+	dryEntry *bmcsecret.Entry
 	res     Result
 }
 
@@ -206,7 +225,7 @@ func (r *rotation) rotate(ctx context.Context) error {
 		// an earlier run changed the BMC and stopped before the file
 		// said so: the pending secret is the BMC's now
 		e.Active, e.Pending, e.Rotated = e.Pending, "", r.now()
-		if err := r.opt.Store.Set(r.t.Name, e); err != nil {
+		if err := r.save(e); err != nil {
 			return fail("save the secrets file", err)
 		}
 		r.res.Outcome, r.res.Scheme, r.res.Account = Finished, OneAccount, e.User
@@ -271,7 +290,7 @@ func (r *rotation) twoAccounts(ctx context.Context, api *gofish.APIClient, as *s
 		vapi = api // a dry run
 	}
 	next := bmcsecret.Entry{User: e.Standby, Active: secret, Standby: e.User}
-	if err := r.opt.Store.Set(r.t.Name, next); err != nil {
+	if err := r.save(next); err != nil {
 		return true, fail("save the secrets file", err)
 	}
 	r.res.Account, r.res.Previous = e.Standby, e.User
@@ -285,7 +304,7 @@ func (r *rotation) twoAccounts(ctx context.Context, api *gofish.APIClient, as *s
 		return true, fail("invalidate the old account's secret", fmt.Errorf("%w (the file holds the new account's secret; the old account %s keeps a secret the site no longer holds: run sat bmc rotate again)", err, e.User))
 	}
 	next.Rotated = r.now()
-	if err := r.opt.Store.Set(r.t.Name, next); err != nil {
+	if err := r.save(next); err != nil {
 		return true, fail("save the secrets file", err)
 	}
 	r.res.Outcome = r.outcome()
@@ -305,7 +324,7 @@ func (r *rotation) oneAccount(ctx context.Context, api *gofish.APIClient, cur *s
 		}
 		r.secrets = append(r.secrets, secret)
 		e.Pending = secret
-		if err := r.opt.Store.Set(r.t.Name, e); err != nil {
+		if err := r.save(e); err != nil {
 			return fail("save the pending secret", err)
 		}
 	}
@@ -314,7 +333,7 @@ func (r *rotation) oneAccount(ctx context.Context, api *gofish.APIClient, cur *s
 		// the BMC answered no: it keeps its password, and the file
 		// forgets the pending secret
 		e.Pending = ""
-		if serr := r.opt.Store.Set(r.t.Name, e); serr != nil {
+		if serr := r.save(e); serr != nil {
 			return fail("save the secrets file", serr)
 		}
 		return fail("change the password", err)
@@ -332,11 +351,29 @@ func (r *rotation) oneAccount(ctx context.Context, api *gofish.APIClient, cur *s
 		defer vapi.Logout()
 	}
 	e.Active, e.Pending, e.Rotated = secret, "", r.now()
-	if err := r.opt.Store.Set(r.t.Name, e); err != nil {
+	if err := r.save(e); err != nil {
 		return fail("save the active secret", err)
 	}
 	r.res.Outcome = r.outcome()
 	return nil
+}
+
+// save gives the BMC its entry in the secrets file, on disk when save
+// returns; a dry run says what it would change instead.
+func (r *rotation) save(e bmcsecret.Entry) error {
+	if r.opt.Dry.Active() {
+		old, err := r.opt.Store.Entry(r.t.Name)
+		if r.dryEntry != nil {
+			old, err = *r.dryEntry, nil
+		}
+		r.dryEntry = &e
+		if err != nil {
+			return err
+		}
+		r.opt.Dry.Would(dryrun.File, "write %s: BMC %s: %s", r.opt.Store.Path(), r.t.Name, bmcsecret.Describe(old, e))
+		return nil
+	}
+	return r.opt.Store.Set(r.t.Name, e)
 }
 
 func (r *rotation) outcome() string {

@@ -85,7 +85,6 @@ func newSite(t testing.TB, n int, twoAccounts bool, configure ...func(*bmc.Confi
 
 func (s *site) options(dry *dryrun.Recorder) bmcrotate.Options {
 	store := bmcsecret.NewStore(s.file)
-	store.Dry = dry
 	return bmcrotate.Options{
 		Access:   bmchttp.Access{Secrets: s.file, Log: slog.New(slog.NewTextHandler(&s.log, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 		Store:    store,

@@ -5,19 +5,14 @@ import (
 	"maps"
 	"strings"
 	"sync"
-
-	"github.com/seamdc/seam/internal/dryrun"
 )
 
 // Store is a secrets file that many goroutines change at once (a
 // rotation of many BMCs): each change is on disk, whole, before Set
 // returns, and the changes that arrive while the file is being written
 // go together in the next write (a group commit), so that a thousand
-// BMCs cost far fewer than a thousand writes. In a dry run (Dry set) it
-// writes nothing and says what it would change, never a secret.
+// BMCs cost far fewer than a thousand writes.
 type Store struct {
-	Dry *dryrun.Recorder
-
 	mu      sync.Mutex
 	cond    *sync.Cond
 	f       *File
@@ -59,12 +54,6 @@ func (s *Store) Rotation() *Rotation {
 // holding it is on disk.
 func (s *Store) Set(name string, e Entry) error {
 	s.mu.Lock()
-	old, _ := s.f.Entry(name)
-	if s.Dry.Active() {
-		s.mu.Unlock()
-		s.Dry.Would(dryrun.File, "write %s: BMC %s: %s", s.f.Path, name, Describe(old, e))
-		return nil
-	}
 	s.f.BMCs[name] = e
 	return s.commitLocked()
 }
@@ -73,13 +62,6 @@ func (s *Store) Set(name string, e Entry) error {
 // once it is on disk.
 func (s *Store) SetRotation(r *Rotation) error {
 	s.mu.Lock()
-	if s.Dry.Active() {
-		s.mu.Unlock()
-		if r != nil {
-			s.Dry.Would(dryrun.File, "write %s: a rotation started at %s by %s", s.f.Path, r.Started.UTC().Format("2006-01-02T15:04:05Z"), r.By)
-		}
-		return nil
-	}
 	s.f.Rotation = r
 	return s.commitLocked()
 }

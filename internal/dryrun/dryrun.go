@@ -67,6 +67,16 @@ func (r *Recorder) Would(peer, format string, args ...any) {
 	r.Log.Info("dry run: would "+what, "peer", peer, "dry_run", true)
 }
 
+// Merge records sub's writes as r's, without printing them again (sub
+// printed them to its own Out): a writer that runs in parallel records
+// each part apart, then merges them in order.
+func (r *Recorder) Merge(sub *Recorder) {
+	w := sub.Writes()
+	r.mu.Lock()
+	r.writes = append(r.writes, w...)
+	r.mu.Unlock()
+}
+
 // Writes are the writes recorded so far, in order.
 func (r *Recorder) Writes() []Write {
 	if r == nil {

@@ -148,13 +148,13 @@ func rotate(ctx context.Context, f rotateFlags, stdout, stderr io.Writer, lookup
 	opt := bmcrotate.Options{Access: sb.access, Store: store, Writable: sb.bmcs.Writable, By: f.by}
 	if f.dryRun {
 		opt.Dry = dryrun.New(stdout, nil)
-		store.Dry = opt.Dry
 	}
-	now := clk.Now().UTC().Truncate(time.Second)
-	started := now
+	started := clk.Now().UTC()
 	if r := store.Rotation(); r != nil && !f.restart {
 		started = r.Started
 		fmt.Fprintf(stdout, "continuing the rotation %s started at %s: the BMCs it rotated are skipped (--restart rotates them again)\n", r.By, r.Started.Format(time.RFC3339))
+	} else if opt.Dry.Active() {
+		opt.Dry.Would(dryrun.File, "write %s: a rotation started at %s by %s", store.Path(), started.Format(time.RFC3339), f.by)
 	} else if err := store.SetRotation(&bmcsecret.Rotation{Started: started, By: f.by}); err != nil {
 		return nil, err
 	}
@@ -176,6 +176,7 @@ func rotate(ctx context.Context, f rotateFlags, stdout, stderr io.Writer, lookup
 	for i, t := range sb.targets {
 		targets[i] = bmcrotate.Target{Name: t.Name, URL: t.URL}
 	}
+	fmt.Fprintf(stdout, "rotating %d BMCs of %s, %d at once\n", len(targets), sb.site, sb.access.WithDefaults().Parallel)
 	results := bmcrotate.Run(ctx, targets, opt)
 	failed := 0
 	for _, r := range results {

@@ -27,7 +27,8 @@ const (
 
 // BMC faults target a simulated BMC by name (bmc-a-r01-n03): it answers
 // every request with 401, its chassis with 404, garbage, a redirect to
-// itself, nothing, 503 with Retry-After, or a Contains loop.
+// itself, nothing, 503 with Retry-After, or a Contains loop; or it
+// refuses every new password, or takes one and resets before answering.
 const (
 	BMCUnauthorized = "bmc_unauthorized"
 	BMCNotFound     = "bmc_not_found"
@@ -36,12 +37,17 @@ const (
 	BMCTimeout      = "bmc_timeout"
 	BMCBusy         = "bmc_busy"
 	BMCContainsLoop = "bmc_contains_loop"
+	// BMCPasswordRefused refuses every password change with a policy
+	// message; BMCResetOnPassword takes a password change, then resets
+	// without answering.
+	BMCPasswordRefused = "bmc_password_refused"
+	BMCResetOnPassword = "bmc_reset_on_password"
 )
 
 // FaultKinds lists every fault kind.
 var FaultKinds = []string{PumpTrip, FeedLoss, UPSOnBattery, BreakerOpen, ControllerSilent, Leak,
 	DeviceReboot, ModbusException, ModbusTimeout, SNMPGarbled, Stale,
-	BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop}
+	BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop, BMCPasswordRefused, BMCResetOnPassword}
 
 // targetKind is the element kind each physical fault needs.
 var targetKind = map[string][]string{
@@ -230,7 +236,7 @@ func (s *Site) apply(f Fault, on bool) error {
 		}
 	case Leak:
 		s.elements[f.Target].(cduElem).cdu.Leak = on
-	case BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop:
+	case BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop, BMCPasswordRefused, BMCResetOnPassword:
 		// the BMC takes its own lock; the site's is held, and a BMC's
 		// handlers take the site's only after the BMC's is released
 		return s.bmcFault.BMCFault(f.Kind, f.Target, on)
