@@ -158,7 +158,7 @@ type rotation struct {
 	secrets []string // every secret this rotation handles: scrubbed from messages
 	// dryEntry is the entry a dry run would have written last
 	dryEntry *bmcsecret.Entry
-	res     Result
+	res      Result
 }
 
 // failure is a step that failed, and why.
