@@ -64,15 +64,7 @@ func runBMC(args []string, stdout, stderr io.Writer) int {
 }
 
 func runBMCEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	if len(args) == 0 || bmcUsage[args[0]] == "" {
-		code := cli.ExitTool
-		switch {
-		case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help"):
-			code = cli.ExitOK
-		case len(args) > 0:
-			fmt.Fprintf(stderr, "sat bmc: unknown subcommand %q (rotate)\n\n", args[0])
-		}
-		program.PrintSubs(stderr, "bmc", bmcHelp)
+	if code, done := subcommand(args, stderr, "bmc", bmcHelp, "rotate"); done {
 		return code
 	}
 	fs := flag.NewFlagSet(bmcUsage[args[0]], flag.ContinueOnError)

@@ -166,12 +166,11 @@ func TestBMCRotateKilledAtRandomMoments(t *testing.T) {
 	}
 }
 
-// simWithBMCs is the simulated site in this process, with the binding
-// sat sim writes (its bmcs section and secrets file) in a directory.
-func simWithBMCs(t *testing.T) (*sim.Opened, string) {
+// startSim starts the example's simulated site in this process, and
+// its control interface, whose URL it returns.
+func startSim(t *testing.T) (*sim.Opened, string) {
 	t.Helper()
-	none := func(string) (string, bool) { return "", false }
-	o, diags, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir}, "", sim.SecretsFrom(none), time.Time{}, nil)
+	o, diags, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }), time.Time{}, nil)
 	require.NoError(t, err)
 	require.Empty(t, diags)
 	require.NoError(t, o.Start())
@@ -179,8 +178,16 @@ func simWithBMCs(t *testing.T) (*sim.Opened, string) {
 	cs, err := o.ServeControl("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { cs.Close() })
+	return o, cs.URL()
+}
+
+// simWithBMCs is the simulated site in this process, with the binding
+// sat sim writes (its bmcs section and secrets file) in a directory.
+func simWithBMCs(t *testing.T) (*sim.Opened, string) {
+	t.Helper()
+	o, control := startSim(t)
 	dir := t.TempDir()
-	require.NoError(t, o.WriteBinding(dir, cs.URL(), 1, false, none))
+	require.NoError(t, o.WriteBinding(dir, control, 1, false, func(string) (string, bool) { return "", false }))
 	return o, dir
 }
 
@@ -216,4 +223,23 @@ func bmcsReachable(t *testing.T, o *sim.Opened, path, when string) *bmcsecret.Fi
 		require.Zero(t, b.Stats().Lockouts, "%s: BMC %s locked an account out", when, name)
 	}
 	return f
+}
+
+// A command with subcommands names the one it does not have and lists
+// them; help lists them with exit 0.
+func TestSubcommandsNamed(t *testing.T) {
+	for _, tc := range []struct{ cmd, want string }{
+		{"cap", "(apply, clear or check)"},
+		{"bmc", "(rotate)"},
+		{"burnin", "(run, grade or compare)"},
+		{"sim-tools", "(install or run)"},
+	} {
+		var stdout, stderr strings.Builder
+		assert.Equal(t, 1, Main([]string{tc.cmd, "nope"}, &stdout, &stderr), tc.cmd)
+		assert.Contains(t, stderr.String(), "sat "+tc.cmd+`: unknown subcommand "nope" `+tc.want)
+		stderr.Reset()
+		assert.Equal(t, 0, Main([]string{tc.cmd, "help"}, &stdout, &stderr), tc.cmd)
+		assert.Contains(t, stderr.String(), "sat "+tc.cmd)
+		assert.Equal(t, 1, Main([]string{tc.cmd}, &stdout, &stderr), tc.cmd)
+	}
 }

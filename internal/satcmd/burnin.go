@@ -89,24 +89,17 @@ func init() {
 }
 
 func runBurnin(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		program.PrintSubs(stderr, "burnin", burninHelp)
-		if len(args) == 0 {
-			return cli.ExitTool
-		}
-		return cli.ExitOK
+	if code, done := subcommand(args, stderr, "burnin", burninHelp, "run", "grade", "compare"); done {
+		return code
 	}
 	switch args[0] {
 	case "run":
 		return burninRun(args[1:], stdout, stderr, os.LookupEnv)
 	case "grade":
 		return burninGrade(args[1:], stdout, stderr, os.LookupEnv)
-	case "compare":
+	default:
 		return burninCompare(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "sat burnin: unknown subcommand %q (run, grade or compare)\n\n", args[0])
-	program.PrintSubs(stderr, "burnin", burninHelp)
-	return cli.ExitTool
 }
 
 type burninFlags struct {

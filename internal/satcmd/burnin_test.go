@@ -106,16 +106,9 @@ func TestBurninRunCommandThroughSlurm(t *testing.T) {
 	peer.Need(t, "srun")
 	store, opsKey := commissionedStore(t)
 	satBin := peer.BuildGo(t, "./cmd/sat")
-	o, diags, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }), time.Time{}, nil)
-	require.NoError(t, err)
-	require.Empty(t, diags)
-	require.NoError(t, o.Start())
-	t.Cleanup(o.Close)
-	cs, err := o.ServeControl("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { cs.Close() })
+	o, control := startSim(t)
 	bin := t.TempDir()
-	out, err := peer.Run(time.Minute, satBin, "sim-tools", "install", bin, "--control", cs.URL(), "--sat", satBin)
+	out, err := peer.Run(time.Minute, satBin, "sim-tools", "install", bin, "--control", control, "--sat", satBin)
 	require.NoError(t, err, out)
 	nodes := []string{"gpu-a-r01-n01", "gpu-a-r01-n02", "gpu-a-r01-n03", "gpu-a-r01-n04"}
 	var sl []slurmtest.Node
@@ -135,7 +128,7 @@ func TestBurninRunCommandThroughSlurm(t *testing.T) {
 	// time through the control interface: nothing else runs the site
 	siteDir := filepath.Join(dir, "site")
 	require.NoError(t, os.MkdirAll(siteDir, 0o755))
-	require.NoError(t, o.WriteBinding(siteDir, cs.URL(), 1, true, func(string) (string, bool) { return "", false }))
+	require.NoError(t, o.WriteBinding(siteDir, control, 1, true, func(string) (string, bool) { return "", false }))
 	before := o.Site.Now()
 	ev := filepath.Join(dir, "burnin")
 	cmdOut, err := peer.Run(5*time.Minute, "env", "SLURM_CONF="+cl.Conf, "PATH="+cl.Slurm().Bin+":"+os.Getenv("PATH"),

@@ -68,15 +68,7 @@ func runCap(args []string, stdout, stderr io.Writer) int {
 }
 
 func runCapEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	if len(args) == 0 || capUsage[args[0]] == "" {
-		code := cli.ExitTool
-		switch {
-		case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help"):
-			code = cli.ExitOK
-		case len(args) > 0:
-			fmt.Fprintf(stderr, "sat cap: unknown subcommand %q (apply, clear or check)\n\n", args[0])
-		}
-		program.PrintSubs(stderr, "cap", capHelp)
+	if code, done := subcommand(args, stderr, "cap", capHelp, "apply", "clear", "check"); done {
 		return code
 	}
 	op := map[string]apply.Op{"apply": apply.Apply, "clear": apply.Clear, "check": apply.Read}[args[0]]

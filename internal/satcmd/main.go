@@ -4,7 +4,10 @@ package satcmd
 
 import (
 	"flag"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/seamdc/seam/internal/cli"
 )
@@ -36,4 +39,28 @@ func Main(args []string, stdout, stderr io.Writer) int { return program.Main(arg
 // fail prints an error and returns the matching exit code.
 func fail(stderr io.Writer, name string, fs *flag.FlagSet, err error) int {
 	return program.Fail(stderr, name, fs, err)
+}
+
+// subcommand answers a command's arguments that name none of its
+// subcommands (known): none (its subcommands listed, exit 1), help
+// (listed, exit 0) or an unknown one (named, exit 1). done is false
+// when args[0] is one of known: the command runs it.
+func subcommand(args []string, stderr io.Writer, cmd, help string, known ...string) (code int, done bool) {
+	switch {
+	case len(args) > 0 && slices.Contains(known, args[0]):
+		return 0, false
+	case len(args) == 0:
+		code = cli.ExitTool
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		code = cli.ExitOK
+	default:
+		list := strings.Join(known, ", ")
+		if i := strings.LastIndex(list, ", "); i >= 0 {
+			list = list[:i] + " or " + list[i+2:]
+		}
+		fmt.Fprintf(stderr, "sat %s: unknown subcommand %q (%s)\n\n", cmd, args[0], list)
+		code = cli.ExitTool
+	}
+	program.PrintSubs(stderr, cmd, help)
+	return code, true
 }

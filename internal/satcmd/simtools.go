@@ -56,22 +56,13 @@ func runSimTools(args []string, stdout, stderr io.Writer) int {
 }
 
 func runSimToolsEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		program.PrintSubs(stderr, "sim-tools", simToolsHelp)
-		if len(args) == 0 {
-			return cli.ExitTool
-		}
-		return cli.ExitOK
+	if code, done := subcommand(args, stderr, "sim-tools", simToolsHelp, "install", "run"); done {
+		return code
 	}
-	switch args[0] {
-	case "install":
+	if args[0] == "install" {
 		return simToolsInstall(args[1:], stdout, stderr)
-	case "run":
-		return simToolsRun(args[1:], stdout, stderr, lookupEnv)
 	}
-	fmt.Fprintf(stderr, "sat sim-tools: unknown subcommand %q (install or run)\n\n", args[0])
-	program.PrintSubs(stderr, "sim-tools", simToolsHelp)
-	return cli.ExitTool
+	return simToolsRun(args[1:], stdout, stderr, lookupEnv)
 }
 
 func simToolsInstall(args []string, stdout, stderr io.Writer) int {

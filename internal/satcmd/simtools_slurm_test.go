@@ -30,17 +30,10 @@ import (
 func TestGPUToolsThroughSlurm(t *testing.T) {
 	peer.Need(t, "srun")
 	sat := peer.BuildGo(t, "./cmd/sat")
-	o, diags, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }), time.Time{}, nil)
-	require.NoError(t, err)
-	require.Empty(t, diags)
-	require.NoError(t, o.Start())
-	t.Cleanup(o.Close)
-	cs, err := o.ServeControl("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { cs.Close() })
+	o, control := startSim(t)
 
 	bin := t.TempDir()
-	out, err := peer.Run(time.Minute, sat, "sim-tools", "install", bin, "--control", cs.URL(), "--sat", sat)
+	out, err := peer.Run(time.Minute, sat, "sim-tools", "install", bin, "--control", control, "--sat", sat)
 	require.NoError(t, err, out)
 
 	// the topology issue's Slurm set-up, from the inventory
