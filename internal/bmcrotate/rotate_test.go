@@ -291,6 +291,20 @@ func TestNoRoomForTheStandbyAccount(t *testing.T) {
 	assert.True(t, s.bmcs[0].BMC.PasswordIs(user, f.BMCs["bmc-0"].Active))
 }
 
+// The BMC's policy is read and met: a BMC that wants 30 to 40
+// characters of all four classes takes the new secret.
+func TestMeetsTheBMCsPolicy(t *testing.T) {
+	s := newSite(t, 2, true, func(c *bmc.Config) {
+		c.Policy = bmc.PasswordPolicy{MinPasswordLength: 30, MaxPasswordLength: 40, CharacterClasses: 4}
+	})
+	for _, r := range bmcrotate.Run(context.Background(), s.targets, s.options(nil)) {
+		assert.Equal(t, bmcrotate.Rotated, r.Outcome, "%+v", r)
+	}
+	f := s.reachable(t)
+	assert.Len(t, f.BMCs["bmc-0"].Active, 30)
+	assert.Len(t, f.BMCs["bmc-1"].Active, 30)
+}
+
 func TestRefusedWithoutAccountsWritable(t *testing.T) {
 	s := newSite(t, 1, false)
 	opt := s.options(nil)
