@@ -86,3 +86,16 @@ func TestSaveIsWholeAndKeepsTheMode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left, "no temporary file left behind")
 }
+
+func TestLockIsExclusive(t *testing.T) {
+	p := write(t, `{"format": "seam.bmc-secrets/v1", "bmcs": {"*": {"user": "a", "active": "b"}}}`, 0o600)
+	unlock, err := Lock(p)
+	require.NoError(t, err)
+	_, err = Lock(p)
+	require.Error(t, err, "a second writer is refused")
+	assert.Contains(t, err.Error(), "is being written by another rotation (process ")
+	unlock()
+	unlock2, err := Lock(p)
+	require.NoError(t, err, "free again once released")
+	unlock2()
+}

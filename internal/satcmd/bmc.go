@@ -11,12 +11,16 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/bmcrotate"
 	"github.com/seamdc/seam/internal/bmcsecret"
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/diag"
+	"github.com/seamdc/seam/internal/discover"
 	"github.com/seamdc/seam/internal/dryrun"
 	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/redfish/bmchttp"
 	"github.com/seamdc/seam/internal/version"
 )
 
@@ -124,7 +128,7 @@ func runBMCEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (
 // secrets file, rotates every BMC with its evidence, and prints the
 // results.
 func rotate(ctx context.Context, f rotateFlags, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) ([]bmcrotate.Result, error) {
-	sb, err := loadSiteBMCs(ctx, f.site, f.contracts, nil, splitList(f.racks), stderr, lookupEnv)
+	sb, err := rotationBMCs(ctx, f, stderr, lookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +138,18 @@ func rotate(ctx context.Context, f rotateFlags, stdout, stderr io.Writer, lookup
 	}
 	if len(sb.targets) == 0 {
 		return nil, fmt.Errorf("no BMCs to rotate in %s", f.site)
+	}
+	if !f.dryRun {
+		// one writer at a time, and the file read again under the lock:
+		// a rotation that ended since it was read changed it
+		unlock, err := bmcsecret.Lock(sb.access.Secrets.Path)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		if sb.access.Secrets, err = bmcsecret.Load(sb.access.Secrets.Path); err != nil {
+			return nil, err
+		}
 	}
 	clk := clock.Real{}
 	store := bmcsecret.NewStore(sb.access.Secrets)
@@ -198,6 +214,39 @@ func rotate(ctx context.Context, f rotateFlags, stdout, stderr io.Writer, lookup
 	}
 	writeRotation(stdout, results, store.Path(), f)
 	return results, nil
+}
+
+// rotationBMCs are the BMCs to rotate: the binding's bmcs endpoints
+// (the BMCs the site declares, the ones its secrets file names), read
+// without the rest of the binding or the inventory; with --racks (or
+// no endpoints) the site's BMCs as sat discover finds them, only those
+// of the racks.
+func rotationBMCs(ctx context.Context, f rotateFlags, stderr io.Writer, lookupEnv func(string) (string, bool)) (*siteBMCs, error) {
+	if f.racks == "" && f.contracts == "" {
+		bm, bd, err := binding.LoadBMCs(f.site)
+		if err == nil && bd.Count(diag.Error) > 0 {
+			diag.Text(stderr, bd)
+			err = fmt.Errorf("the bmcs section of %s has %d error(s)", f.site, bd.Count(diag.Error))
+		}
+		if err == nil && bm == nil {
+			err = fmt.Errorf("the binding in %s has no bmcs section: add one (secrets, endpoints, and writable: [%q])", f.site, binding.ControlAccounts)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bm.Endpoints) > 0 {
+			access, err := bmchttp.FromBinding(bm, lookupEnv)
+			if err != nil {
+				return nil, err
+			}
+			sb := &siteBMCs{site: f.site, access: access, bmcs: bm}
+			for _, e := range bm.Endpoints {
+				sb.targets = append(sb.targets, discover.Target{Name: e.Name, URL: bm.Scheme + "://" + e.Address})
+			}
+			return sb, nil
+		}
+	}
+	return loadSiteBMCs(ctx, f.site, f.contracts, nil, splitList(f.racks), stderr, lookupEnv)
 }
 
 // KindBMCRotate is the evidence record of one BMC's rotation

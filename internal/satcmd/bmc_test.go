@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seamdc/seam/internal/binding"
 	"github.com/seamdc/seam/internal/bmcsecret"
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/sim"
@@ -37,7 +38,7 @@ func TestBMCRotateKilledAtRandomMoments(t *testing.T) {
 	t.Parallel()
 	bin := buildSat(t)
 	key, trust := sshKey(t)
-	o, site := simWithBMCs(t)
+	o, site := rackBMCs(t, "a-r01")
 	seed := uint64(time.Now().UnixNano())
 	if s, ok := os.LookupEnv("SEAM_TEST_SEED"); ok {
 		seed, _ = strconv.ParseUint(s, 10, 64)
@@ -55,7 +56,7 @@ func TestBMCRotateKilledAtRandomMoments(t *testing.T) {
 	rotate := func(kill func(rotating <-chan struct{}) time.Duration) (exit error, killedAfter, took time.Duration) {
 		ev := filepath.Join(t.TempDir(), "ev")
 		bundles = append(bundles, ev)
-		cmd := exec.Command(bin, "bmc", "rotate", "--site", site, "--racks", "a-r01", "--parallel", "8", "--evidence", ev,
+		cmd := exec.Command(bin, "bmc", "rotate", "--site", site, "--parallel", "8", "--evidence", ev,
 			"--sign-key", key, "--by", "test", "-v")
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -137,13 +138,26 @@ func TestBMCRotateKilledAtRandomMoments(t *testing.T) {
 	f := bmcsReachable(t, o, secretsPath, "after the last run")
 	assert.Nil(t, f.Rotation, "no rotation under way")
 	for name, e := range f.BMCs {
-		if strings.Contains(name, "a-r01") {
+		if name != bmcsecret.Any {
 			assert.Empty(t, e.Pending, "BMC %s", name)
 			assert.False(t, e.Rotated.IsZero(), "BMC %s rotated", name)
 		}
 	}
 	out, err := exec.Command(bin, "verify", bundles[len(bundles)-1], "--trust", trust).CombinedOutput()
 	require.NoError(t, err, string(out))
+
+	// a second rotation while one runs is refused, and touches nothing
+	unlock, err := bmcsecret.Lock(secretsPath)
+	require.NoError(t, err)
+	before, err := os.ReadFile(secretsPath)
+	require.NoError(t, err)
+	out, err = exec.Command(bin, "bmc", "rotate", "--site", site, "--evidence", filepath.Join(t.TempDir(), "ev")).CombinedOutput()
+	unlock()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "is being written by another rotation (process ")
+	after, err := os.ReadFile(secretsPath)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
 
 	secrets[sim.SecretsFrom(func(string) (string, bool) { return "", false }).BMCPassword] = true
 	for _, ev := range bundles {
@@ -181,13 +195,34 @@ func startSim(t *testing.T) (*sim.Opened, string) {
 	return o, cs.URL()
 }
 
-// simWithBMCs is the simulated site in this process, with the binding
-// sat sim writes (its bmcs section and secrets file) in a directory.
-func simWithBMCs(t *testing.T) (*sim.Opened, string) {
+// rackBMCs is the simulated site in this process, and a binding
+// directory that holds only a bmcs section (as sat sim writes it) of
+// one rack's BMCs and their secrets file: a rotation that reads neither
+// the rest of the binding nor the inventory.
+func rackBMCs(t *testing.T, rack string) (*sim.Opened, string) {
 	t.Helper()
-	o, control := startSim(t)
+	o, _ := startSim(t)
 	dir := t.TempDir()
-	require.NoError(t, o.WriteBinding(dir, control, 1, false, func(string) (string, bool) { return "", false }))
+	path := filepath.Join(dir, "bmc-secrets.json")
+	bm := o.BMCBinding(path)
+	bm.WritableControls = []string{binding.ControlAccounts}
+	f := &bmcsecret.File{Path: path, Mode: 0o600, BMCs: map[string]bmcsecret.Entry{}}
+	account := sim.SecretsFrom(func(string) (string, bool) { return "", false })
+	var eps []binding.BMCEndpoint
+	for _, e := range bm.Endpoints {
+		if strings.Contains(e.Name, "-"+rack+"-") || strings.Contains(e.Name, "-m"+rack+"-") {
+			eps = append(eps, e)
+			entry := bmcsecret.Entry{User: account.BMCUser, Active: account.BMCPassword}
+			if strings.Contains(e.Name, "-n") {
+				entry.Standby = sim.StandbyUser(entry.User)
+			}
+			f.BMCs[e.Name] = entry
+		}
+	}
+	require.Len(t, eps, 35, "rack %s's BMCs", rack)
+	bm.Endpoints = eps
+	require.NoError(t, f.Save())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bmcs.cue"), binding.MarshalBMCs(bm, "binding"), 0o644))
 	return o, dir
 }
 
