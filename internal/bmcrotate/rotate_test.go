@@ -305,6 +305,18 @@ func TestMeetsTheBMCsPolicy(t *testing.T) {
 	assert.Len(t, f.BMCs["bmc-1"].Active, 30)
 }
 
+// A BMC whose password was changed behind the site's back accepts
+// neither secret: credential_lost, named, with one failed login.
+func TestCredentialLost(t *testing.T) {
+	s := newSite(t, 1, false)
+	setPassword(t, s.bmcs[0], user, pass, "Changed-elsewhere-9")
+	r := bmcrotate.Run(context.Background(), s.targets, s.options(nil))[0]
+	assert.Equal(t, bmcrotate.Failed, r.Outcome)
+	assert.Equal(t, "log in", r.Step)
+	assert.Contains(t, r.Error, "credential_lost: BMC bmc-0 refused every secret the site holds for it (admin (active secret))")
+	assert.Equal(t, 1, s.bmcs[0].BMC.Stats().FailedLogins)
+}
+
 func TestRefusedWithoutAccountsWritable(t *testing.T) {
 	s := newSite(t, 1, false)
 	opt := s.options(nil)
