@@ -53,7 +53,7 @@ func TestKillNineAtRandomMoments(t *testing.T) {
 		require.NoError(t, cmd.Start())
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		delay := time.Duration(rng.Int64N(int64(2500 * time.Millisecond)))
+		delay := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))
 		var err error
 		killed := false
 		select {

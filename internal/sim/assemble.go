@@ -467,13 +467,20 @@ type SecretRefs struct{ Community, Auth, Priv string }
 // EnvRefs refer to the credentials' environment variables.
 var EnvRefs = SecretRefs{Community: "env:" + EnvCommunity, Auth: "env:" + EnvAuth, Priv: "env:" + EnvPriv}
 
+// deviceTimeout is how long a read of a simulated device may take in
+// the binding the simulator writes: twice a real device's default,
+// because the simulator answers hundreds of devices and BMCs from one
+// process, and on a busy machine (CI) a loopback read can wait out a
+// second with nothing wrong.
+const deviceTimeout = 2 * time.Second
+
 // Binding is the site binding of the running devices: every contract
 // channel and load bank, and every device (rack PDUs, UPSes and CDUs too,
 // so that `sat probe` can read them).
 func (s *Sim) Binding(profileDirs []string, contracts string, refs SecretRefs) *binding.Binding {
 	b := &binding.Binding{ProfileDirs: profileDirs, Contracts: contracts, Channels: s.channels, LoadBanks: s.banks}
 	for _, d := range s.devices {
-		bd := &binding.Device{Name: d.Name(), Address: d.Addr(), Unit: 1, Timeout: time.Second, ProfileName: d.Profile().Name, Profile: d.Profile()}
+		bd := &binding.Device{Name: d.Name(), Address: d.Addr(), Unit: 1, Timeout: deviceTimeout, ProfileName: d.Profile().Name, Profile: d.Profile()}
 		sp := d.Spec().SNMP
 		switch {
 		case d.Profile().Protocol == profile.Modbus:
