@@ -229,6 +229,9 @@ func (r *rotation) rotate(ctx context.Context) error {
 			return fail("save the secrets file", err)
 		}
 		r.res.Outcome, r.res.Scheme, r.res.Account = Finished, OneAccount, e.User
+		if r.opt.Dry.Active() {
+			r.res.Outcome = Would
+		}
 		r.res.Note = "the BMC had taken the pending secret an interrupted run left; it is the active one now"
 		return nil
 	}
