@@ -95,8 +95,14 @@ func TestKillNineAtRandomMoments(t *testing.T) {
 		}
 	}
 	if out != "" {
-		// with the plan: a bundle killed before it wrote plan.json has none
-		code, stdout, stderr := sat(t, "run", p, "--resume", out, "--sim", "--time-scale", "max", "--contracts", exampleDir, "--fixtures", fixturesDir, "--sign-key", key)
+		// with the plan: a bundle killed before it wrote plan.json has
+		// none; one killed before it had a journal starts again
+		flag := "--resume"
+		if _, err := os.Stat(filepath.Join(out, evidence.JournalFile)); err != nil {
+			flag = "--out"
+			require.NoError(t, os.RemoveAll(out))
+		}
+		code, stdout, stderr := sat(t, "run", p, flag, out, "--sim", "--time-scale", "max", "--contracts", exampleDir, "--fixtures", fixturesDir, "--sign-key", key)
 		require.Contains(t, []int{0, 1}, code, "%s\n%s", stdout, stderr)
 		if code == 1 {
 			require.Contains(t, stderr, "the run finished", stdout)
