@@ -499,21 +499,14 @@ func buildSat(t *testing.T) string { return peer.BuildGo(t, "./cmd/sat") }
 // returns.
 func serveSimHere(t *testing.T, scale float64) (*sim.Opened, string) {
 	t.Helper()
-	o, diags, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }), time.Time{}, nil)
-	require.NoError(t, err)
-	require.Empty(t, diags)
-	require.NoError(t, o.Start())
-	t.Cleanup(o.Close)
-	cs, err := o.ServeControl("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { cs.Close() })
+	o, control := startSim(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = o.Site.Run(ctx, clock.Real{}, scale) }()
 	t.Cleanup(func() { cancel(); <-done })
 	dir := t.TempDir()
 	b := o.Binding(o.ProfileDirs, o.Paths.Contracts, sim.EnvRefs)
-	b.Simulator = &binding.Simulator{Control: cs.URL(), TimeScale: scale}
+	b.Simulator = &binding.Simulator{Control: control, TimeScale: scale}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "binding.cue"), binding.Marshal(b, "binding"), 0o644))
 	return o, dir
 }
