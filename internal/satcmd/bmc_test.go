@@ -107,7 +107,7 @@ func TestBMCRotateKilledAtRandomMoments(t *testing.T) {
 	bmcsReachable(t, o, secretsPath, "after a whole run")
 
 	kills := 0
-	for try := 0; kills < 20 && try < 40; try++ {
+	for try := 0; kills < 20 && try < 100; try++ { // a run that finishes before its kill is tried again
 		early := rng.IntN(10) == 0 // now and then before the rotation begins
 		wait := time.Duration(rng.Int64N(int64(took)))
 		exit, killed, _ := rotate(func(rotating <-chan struct{}) time.Duration {
