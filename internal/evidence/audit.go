@@ -287,6 +287,7 @@ type auditor struct {
 	manifestRaw     []byte
 	manifestOK      bool
 	pendingManifest bool     // the manifest is still in its temporary file
+	pendingErr      error    // why that temporary file does not parse
 	pendingFiles    []string // files whose recorded content is still in their temporary file
 	atManifest      struct { // the journal as the manifest saw it
 		seen   bool
@@ -436,7 +437,10 @@ func (a *auditor) readManifest() {
 	a.manifestRaw = raw
 	a.rep.ManifestDigest = hashOf(raw)
 	m, err := parseManifest(raw)
-	if err != nil {
+	switch {
+	case err != nil && a.pendingManifest:
+		a.pendingErr = err // checkManifest decides, once the journal is read
+	case err != nil:
 		a.problem("%s: %v", ManifestFile, err)
 	}
 	a.rep.Manifest = m

@@ -61,7 +61,21 @@ func (a *auditor) checkSeals() {
 // checkManifest checks manifest.json against the journal, and its
 // signature.
 func (a *auditor) checkManifest() {
-	rep, m := a.rep, a.rep.Manifest
+	rep := a.rep
+	if a.pendingManifest && !rep.Complete {
+		// Finish writes the manifest's temporary file before the
+		// journal's end is durable: a stop in between leaves it, whole
+		// or not, beside a journal without run_end. It is not evidence.
+		a.note("%s was being written when the run stopped, before its end was recorded: it is ignored (a resumed run removes it)", tmpPrefix+ManifestFile)
+		rep.Manifest, rep.ManifestDigest, a.manifestRaw = nil, "", nil
+		return
+	}
+	if a.pendingErr != nil {
+		// the journal's end is durable, so the manifest written before
+		// it was whole: one that does not parse was changed since
+		a.problem("%s: %v", tmpPrefix+ManifestFile, a.pendingErr)
+	}
+	m := rep.Manifest
 	if m == nil {
 		if _, ok := a.entries[ManifestFile]; !ok && rep.Complete && !a.pendingManifest {
 			a.problem("the journal has a run_end record (record %d) but %s is missing: the manifest was deleted", rep.RunEnd, ManifestFile)
