@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -49,5 +50,51 @@ func TestDupes(t *testing.T) {
 		func(i, prev int) { got = append(got, [2]int{i, prev}) })
 	if want := [][2]int{{n - 2, 0}, {n - 1, 1}}; !slices.Equal(got, want) {
 		t.Errorf("past 2^21: dupes = %v, want %v", got, want)
+	}
+}
+
+// TestDupesMany holds dupes against a map past 4,096 keys, where it
+// drops the keys whose hash bits no other key shares before sorting
+// (maybeShared), with a good hash and with one whose low bits collide
+// often, and checks the findings come in the things' order.
+func TestDupesMany(t *testing.T) {
+	const n = 300_000
+	keys := make([]string, n)
+	for i := range keys {
+		switch {
+		case i%97 == 0:
+			keys[i] = ""
+		case i%1000 == 999:
+			keys[i] = fmt.Sprintf("k%d", i/3) // the same as an earlier key, or a new one
+		default:
+			keys[i] = fmt.Sprintf("k%d", i)
+		}
+	}
+	var want [][2]int
+	first := map[string]int{}
+	for i, k := range keys {
+		if k == "" {
+			continue
+		}
+		if p, ok := first[k]; ok {
+			want = append(want, [2]int{i, p})
+		} else {
+			first[k] = i
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the keys have no duplicates to find")
+	}
+	for _, h := range []struct {
+		name string
+		f    func(string) uint64
+	}{{"hash", strHash}, {"weak hash", func(s string) uint64 { return strHash(s) & 0xff00ff }}} {
+		var got [][2]int
+		dupes(n, func(i int) (uint64, bool) { return h.f(keys[i]), keys[i] != "" },
+			func(i, j int) bool { return keys[i] == keys[j] },
+			func(i, prev int) { got = append(got, [2]int{i, prev}) })
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: dupes found %d, want %d (first %v, want %v)", h.name, len(got), len(want), got[:min(3, len(got))], want[:3])
+		}
 	}
 }

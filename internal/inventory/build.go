@@ -14,8 +14,10 @@ import (
 // exist, a tray where the design has none) are diagnostics; the checks
 // of the joined graph are Check's.
 func Build(site *Site, handovers ...*Handover) (*Graph, diag.List) {
-	b := &builder{g: newGraph(site, estimate(site)), asBuilt: map[*Rack]*RackRecord{}, names: map[*Rack][]*NodeRecord{}, cdus: map[ID][]ID{},
-		partial: map[*Handover]bool{}}
+	elements, keyed := estimate(site)
+	b := &builder{g: newGraph(site, elements, keyed), asBuilt: map[*Rack]*RackRecord{}, names: map[*Rack][]*NodeRecord{}, cdus: map[ID][]ID{},
+		partial: map[*Handover]bool{}, pdus: map[string]ID{}, tors: map[int]ID{}, mgmts: map[int]ID{},
+		design: map[int]*TrayDesign{}, bySlot: map[int]*TrayRecord{}}
 	b.join(handovers)
 	b.site()
 	b.g.seal()
@@ -34,6 +36,12 @@ type builder struct {
 	// ports: the cable in each port of the rack being built's switches,
 	// by switch slot and port (as built); one map, cleared per rack
 	ports map[[2]int]cableEnd
+	// the maps of the rack being built (rackBuild's, and traysBySlot's
+	// design by slot): one set, cleared per rack, as a site has thousands
+	pdus        map[string]ID
+	tors, mgmts map[int]ID
+	design      map[int]*TrayDesign
+	bySlot      map[int]*TrayRecord
 }
 
 // complete reports whether every record of the files recs come from
@@ -57,17 +65,19 @@ func (b *builder) checkNames(r *Rack, rb *rackBuild, nodes int, want string) {
 		r.ID, len(rb.names), first, last, want).Hint = "one record per node: add or remove records, or fix their rack"
 }
 
-// estimate is how many elements the site will have, to size the graph.
-func estimate(site *Site) int {
-	n := 16
+// estimate is how many elements the site will have, and how many of
+// them are not parts (which the key index takes), to size the graph.
+func estimate(site *Site) (elements, keyed int) {
+	n, parts := 16, 0
 	for _, m := range site.Modules {
 		for _, r := range m.Racks {
 			n += 8
 			if d := r.DesignOf; d != nil {
 				for _, t := range d.Trays {
-					n += t.Count() * (1 + t.PSUs)
+					n += t.Count()
+					parts += t.Count() * t.PSUs
 					for _, p := range t.Parts {
-						n += t.Count() * p.Count
+						parts += t.Count() * p.Count
 					}
 				}
 			} else {
@@ -75,7 +85,7 @@ func estimate(site *Site) int {
 			}
 		}
 	}
-	return n
+	return n + parts, n
 }
 
 func (b *builder) site() {
@@ -150,7 +160,8 @@ var trayKinds = map[string]Kind{Compute: KindCompute, ScaleUpSwitch: KindScaleUp
 
 var partKinds = map[string]Kind{GPU: KindGPU, CPU: KindCPU, NIC: KindNIC, DPU: KindDPU, BMC: KindBMC, ASIC: KindASIC, Drive: KindDrive, Memory: KindMemory}
 
-// rackBuild is what one rack's trays share while they are added.
+// rackBuild is what one rack's trays share while they are added. Its
+// maps are the builder's, cleared for each rack.
 type rackBuild struct {
 	id, busbar, manifold, domain ID
 	pdus                         map[string]ID // by PDU name
@@ -169,7 +180,10 @@ type cableEnd struct {
 
 func (b *builder) rack(mid ID, m *Module, r *Rack, domains map[string]ID) {
 	g := b.g
-	rb := &rackBuild{busbar: None, manifold: None, pdus: map[string]ID{}, tors: map[int]ID{}, mgmts: map[int]ID{},
+	clear(b.pdus)
+	clear(b.tors)
+	clear(b.mgmts)
+	rb := &rackBuild{busbar: None, manifold: None, pdus: b.pdus, tors: b.tors, mgmts: b.mgmts,
 		rec: b.asBuilt[r], names: b.names[r]}
 	clear(b.ports)
 	e := Element{Key: r.ID, Kind: KindRack, PowerW: Watts(r.DesignPower), Pos: r.Pos}
@@ -261,6 +275,14 @@ func (b *builder) spares(r *Rack, rb *rackBuild) {
 	}
 }
 
+// twoDigits is n (from 1) as fmt's %02d writes it.
+func twoDigits(n int) string {
+	if n < 10 {
+		return "0" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}
+
 func isSwitch(kind string) bool { return kind == TorSwitch || kind == ManagementSwitch }
 
 func b2i(v bool) int {
@@ -316,7 +338,7 @@ func (b *builder) nodeNames(rb *rackBuild, key string, rec *TrayRecord) *NodeNam
 // tray adds one tray of a design group, at slot, with its parts.
 func (b *builder) tray(r *Rack, rb *rackBuild, t *TrayDesign, i, slot int) {
 	g := b.g
-	key := fmt.Sprintf("%s/%s-%02d", r.ID, t.Name, i+1)
+	key := r.ID + "/" + t.Name + "-" + twoDigits(i+1) // fmt's %02d, without fmt: a site has 150,000 trays
 	rec := rb.bySlot[slot]
 	e := Element{Key: key, Kind: trayKinds[t.Kind], Slot: slot, HeightU: max(t.HeightU, 1), PowerW: Watts(t.Power), Liquid: t.Liquid, Pos: t.Pos}
 	if rec != nil {
@@ -392,7 +414,7 @@ func (b *builder) power(rb *rackBuild, t *TrayDesign, i int, id ID, rec *TrayRec
 					continue
 				}
 				if bay <= len(rec.PSUs) {
-					e.Identity = &Identity{Serial: rec.PSUs[bay-1]}
+					e.Identity = b.identity(Identity{Serial: rec.PSUs[bay-1]})
 				}
 			}
 			psu, _ := g.add(id, e)
@@ -426,13 +448,14 @@ func (b *builder) parts(rb *rackBuild, t *TrayDesign, key string, id ID, rec *Tr
 			}
 		}
 	}
-	keys := partKeys(key, t.Parts)
+	keys := partKeys{all: partKeysOf(key, t.Parts), tray: key}
 	for _, p := range t.Parts {
+		// per part kind, not per part: a site has millions of parts
+		kind, serials := partKinds[p.Kind], rec.partSerials(p.Kind)
 		for n := 1; n <= p.Count; n++ {
-			e := Element{Key: keys[0], Kind: partKinds[p.Kind], Slot: n, Pos: g.els[id].Pos}
-			keys = keys[1:]
+			e := Element{Key: keys.next(p.Name, n), Kind: kind, Slot: n, Pos: g.els[id].Pos}
 			serial := ""
-			if serials := rec.partSerials(p.Kind); n <= len(serials) {
+			if n <= len(serials) {
 				serial = serials[n-1]
 			}
 			if p.Model != "" || serial != "" {
@@ -522,19 +545,18 @@ func (b *builder) port(rb *rackBuild, rec *TrayRecord, port *Port, sw ID, kind K
 		"a port takes one cable: read the port of one of them again at the switch, and fix its record's \"port\""
 }
 
-// partKeys are the keys of a tray's parts, "key/name-n" in the order
-// parts adds them, cut from one string: a site has millions.
-func partKeys(key string, parts []*PartDesign) []string {
-	n, size := 0, 0
+// partKeysOf is the keys of a tray's parts, "key/name-n" in the order
+// parts adds them, in one string: a site has millions. partKeys cuts
+// them from it.
+func partKeysOf(key string, parts []*PartDesign) string {
+	size := 0
 	for _, p := range parts {
-		n += p.Count
 		for i := 1; i <= p.Count; i++ {
-			size += len(key) + len(p.Name) + 2 + len(strconv.Itoa(i))
+			size += partKeyLen(key, p.Name, i)
 		}
 	}
 	var sb strings.Builder
 	sb.Grow(size)
-	ends := make([]int, 0, n)
 	for _, p := range parts {
 		for i := 1; i <= p.Count; i++ {
 			sb.WriteString(key)
@@ -542,14 +564,33 @@ func partKeys(key string, parts []*PartDesign) []string {
 			sb.WriteString(p.Name)
 			sb.WriteByte('-')
 			sb.WriteString(strconv.Itoa(i))
-			ends = append(ends, sb.Len())
 		}
 	}
-	all, out, start := sb.String(), make([]string, n), 0
-	for i, end := range ends {
-		out[i], start = all[start:end], end
+	return sb.String()
+}
+
+// partKeyLen is the length of the key of part name-i of tray key.
+func partKeyLen(key, name string, i int) int {
+	digits := 1
+	for ; i >= 10; i /= 10 {
+		digits++
 	}
-	return out
+	return len(key) + len(name) + 2 + digits
+}
+
+// partKeys cuts a tray's part keys from partKeysOf's string, in its
+// order.
+type partKeys struct {
+	all, tray string
+	at        int
+}
+
+// next is the key of part name-i, the next in all.
+func (k *partKeys) next(name string, i int) string {
+	end := k.at + partKeyLen(k.tray, name, i)
+	key := k.all[k.at:end]
+	k.at = end
+	return key
 }
 
 // identity allocates identities in blocks: a site has millions.
@@ -578,15 +619,17 @@ func identity(pn, serial, tag, model string, fw map[string]string) *Identity {
 }
 
 // traysBySlot indexes a rack record's trays by slot, reporting two in
-// one slot and trays the design does not have there.
+// one slot and trays the design does not have there. The index is the
+// builder's, good until the next rack's.
 func (b *builder) traysBySlot(r *Rack, d *RackDesign, rec *RackRecord) map[int]*TrayRecord {
-	design := map[int]*TrayDesign{}
+	design, out := b.design, b.bySlot
+	clear(design)
+	clear(out)
 	for _, t := range d.Trays {
 		for _, s := range t.Slots {
 			design[s] = t
 		}
 	}
-	out := map[int]*TrayRecord{}
 	for _, t := range rec.Trays {
 		if t.Spare {
 			continue // on the shelf: b.spares adds it

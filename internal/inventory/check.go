@@ -22,13 +22,16 @@ func Check(g *Graph) diag.List {
 		bc.bmcAddresses()
 		bc.bmcNames()
 	})
+	// so do the search for serials and asset tags on two things, the
+	// check's largest; they are reported in their place
+	dups := c.identityDupes()
 	c.designs()
 	c.racks()
 	c.power()
 	c.busbars()
 	c.cooling()
 	c.bmcs()
-	c.identities()
+	c.identities(dups())
 	c.names()
 	c.designPower()
 	c.domains()
@@ -300,34 +303,80 @@ func (c *checker) bmc(id ID, mgmts []string) {
 	}
 }
 
-// identities reports a serial or asset tag on two things.
-func (c *checker) identities() {
+// identityDup is a thing whose serial (or asset tag) an earlier thing
+// has: prev, the first.
+type identityDup struct {
+	id, prev ID
+	tag      bool // an asset tag, else a serial
+}
+
+// identityDupes finds, beside the other checks, the things whose serial
+// or asset tag an earlier thing has; wait returns them in element order,
+// a serial's before the same thing's asset tag's. A 100k-node site has
+// 1.8M serials: a map of them costs more time and memory than the rest
+// of the check, so duplicates are found by sorting hashes (dupes).
+func (c *checker) identityDupes() (wait func() []identityDup) {
 	g := c.g
-	// Sized up front: a 100k-node site has 1.6M serials, and growing the
-	// map from empty costs more than the rest of the check.
-	serials, tags := make(map[string]ID, g.Len()), map[string]ID{}
-	for i := range g.Len() {
-		id := ID(i)
-		e := g.El(id)
-		if e.Identity == nil {
+	ch := make(chan []identityDup, 1)
+	go func() {
+		// nearly every element has a serial; few have an asset tag (trays
+		// and racks), and dupes takes room for all it is given
+		var tagged []ID
+		for i := range g.els {
+			if idn := g.els[i].Identity; idn != nil && idn.AssetTag != "" {
+				tagged = append(tagged, ID(i))
+			}
+		}
+		found := sameIdentity(g, nil, func(idn *Identity) string { return idn.Serial }, false)
+		found = append(found, sameIdentity(g, tagged, func(idn *Identity) string { return idn.AssetTag }, true)...)
+		slices.SortFunc(found, func(a, b identityDup) int {
+			if a.id != b.id {
+				return int(a.id - b.id)
+			}
+			return b2i(a.tag) - b2i(b.tag)
+		})
+		ch <- found
+	}()
+	return func() []identityDup { return <-ch }
+}
+
+// sameIdentity finds the elements of ids (nil: every element) whose
+// field an earlier one has.
+func sameIdentity(g *Graph, ids []ID, field func(*Identity) string, tag bool) []identityDup {
+	n, el := len(ids), func(i int) ID { return ids[i] }
+	if ids == nil {
+		n, el = g.Len(), func(i int) ID { return ID(i) }
+	}
+	of := func(i int) string {
+		if idn := g.els[el(i)].Identity; idn != nil {
+			return field(idn)
+		}
+		return ""
+	}
+	var found []identityDup
+	dupes(n,
+		func(i int) (uint64, bool) {
+			s := of(i)
+			return strHash(s), s != ""
+		},
+		func(i, j int) bool { return of(i) == of(j) },
+		func(i, prev int) { found = append(found, identityDup{el(i), el(prev), tag}) })
+	return found
+}
+
+// identities reports a serial or asset tag on two things (identityDupes'
+// findings), each at the thing that has it second.
+func (c *checker) identities(found []identityDup) {
+	g := c.g
+	for _, d := range found {
+		e, prev := g.El(d.id), g.El(d.prev)
+		if d.tag {
+			c.diags.Errorf(RuleAssetTag, e.Pos, e.Key, "asset tag %s is on %s, and on %s at %s", e.Identity.AssetTag, c.label(d.id), c.label(d.prev), prev.Pos).Hint =
+				"an asset tag names one thing: one of the records is wrong"
 			continue
 		}
-		if s := e.Identity.Serial; s != "" {
-			if prev, ok := serials[s]; ok {
-				c.diags.Errorf(RuleSerial, e.Pos, e.Key, "serial %s is on %s, and on %s at %s", s, c.label(id), c.label(prev), g.El(prev).Pos).Hint =
-					"a serial names one part: read the label of one of them again"
-			} else {
-				serials[s] = id
-			}
-		}
-		if t := e.Identity.AssetTag; t != "" {
-			if prev, ok := tags[t]; ok {
-				c.diags.Errorf(RuleAssetTag, e.Pos, e.Key, "asset tag %s is on %s, and on %s at %s", t, c.label(id), c.label(prev), g.El(prev).Pos).Hint =
-					"an asset tag names one thing: one of the records is wrong"
-			} else {
-				tags[t] = id
-			}
-		}
+		c.diags.Errorf(RuleSerial, e.Pos, e.Key, "serial %s is on %s, and on %s at %s", e.Identity.Serial, c.label(d.id), c.label(d.prev), prev.Pos).Hint =
+			"a serial names one part: read the label of one of them again"
 	}
 }
 
@@ -337,9 +386,10 @@ func (c *checker) identities() {
 // over the nodes.
 func (c *checker) names() {
 	g := c.g
-	nodes := g.OfKind(KindCompute)
-	slurm, kube := map[string]ID{}, map[string]ID{}
-	for _, id := range nodes {
+	nodes := g.byKind[g.kindStart[KindCompute]:g.kindStart[KindCompute+1]]
+	slurm := firstOf(nodes, func(n *NodeNames) string { return n.Slurm }, g)
+	kube := firstOf(nodes, func(n *NodeNames) string { return n.Kubernetes }, g)
+	for i, id := range nodes {
 		e := g.El(id)
 		c.dataCabling(id)
 		n := e.Names
@@ -352,20 +402,40 @@ func (c *checker) names() {
 		}
 		for _, x := range []struct {
 			rule, what, name, why string
-			seen                  map[string]ID
-		}{{RuleSlurmName, "Slurm", n.Slurm, "every node needs its own Slurm name: topology, drains and burn-in find nodes by it", slurm},
-			{RuleKubeName, "Kubernetes", n.Kubernetes, "every node needs its own Kubernetes name: topology, drains and burn-in find nodes by it", kube}} {
-			if x.name == "" {
-				continue
-			}
-			if prev, ok := x.seen[x.name]; ok {
+			prev                  ID
+		}{{RuleSlurmName, "Slurm", n.Slurm, "every node needs its own Slurm name: topology, drains and burn-in find nodes by it", slurm[i]},
+			{RuleKubeName, "Kubernetes", n.Kubernetes, "every node needs its own Kubernetes name: topology, drains and burn-in find nodes by it", kube[i]}} {
+			if x.prev != None {
 				c.diags.Errorf(x.rule, e.Pos, e.Key, "compute tray %s has %s name %s, as compute tray %s at %s has", e.Key,
-					x.what, x.name, g.El(prev).Key, g.El(prev).Pos).Hint = x.why
-				continue
+					x.what, x.name, g.El(x.prev).Key, g.El(x.prev).Pos).Hint = x.why
 			}
-			x.seen[x.name] = id
 		}
 	}
+}
+
+// firstOf is, for each of nodes, the first of them with its name (of
+// name's), when that is another node; None when it is the node itself
+// or it has no name. Found by sorting hashes (dupes), not by filling
+// maps: a site has 100,000 nodes.
+func firstOf(nodes []ID, name func(*NodeNames) string, g *Graph) []ID {
+	of := func(i int) string {
+		if n := g.El(nodes[i]).Names; n != nil {
+			return name(n)
+		}
+		return ""
+	}
+	prev := make([]ID, len(nodes))
+	for i := range prev {
+		prev[i] = None
+	}
+	dupes(len(nodes),
+		func(i int) (uint64, bool) {
+			s := of(i)
+			return strHash(s), s != ""
+		},
+		func(i, j int) bool { return of(i) == of(j) },
+		func(i, p int) { prev[i] = nodes[p] })
+	return prev
 }
 
 // bmcNames reports two nodes whose BMCs have one host name.

@@ -15,14 +15,15 @@ import (
 func (c *checker) power() {
 	g := c.g
 	powered := make([]bool, g.Len())
-	var queue []ID
-	for _, f := range g.OfKind(KindFeed) {
+	// the queue is read by index, and sized for every element it can
+	// take: the feeds and what something powers
+	feeds := g.byKind[g.kindStart[KindFeed]:g.kindStart[KindFeed+1]]
+	queue := append(make([]ID, 0, len(feeds)+len(g.rel[Powers].in.start)), feeds...)
+	for _, f := range queue {
 		powered[f] = true
-		queue = append(queue, f)
 	}
-	for len(queue) > 0 {
-		id := queue[0]
-		queue = queue[1:]
+	for i := 0; i < len(queue); i++ {
+		id := queue[i]
 		for _, next := range g.Out(Powers, id) {
 			if !powered[next] {
 				powered[next] = true

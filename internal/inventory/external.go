@@ -8,7 +8,10 @@ package inventory
 
 // NewGraph starts an empty graph of site (which may be a bare
 // &Site{Name: …}), sized for about capacity elements.
-func NewGraph(site *Site, capacity int) *Graph { return newGraph(site, max(capacity, 0)) }
+func NewGraph(site *Site, capacity int) *Graph {
+	capacity = max(capacity, 0)
+	return newGraph(site, capacity, capacity/4)
+}
 
 // Add adds an element under parent (None: a root). A key the graph has
 // already returns the element that has it and false.

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"iter"
 	"math/bits"
 	"slices"
 	"strings"
@@ -121,6 +122,12 @@ type Element struct {
 	// "p1/block/a", "l1/loop/cdu-2".
 	Key  string
 	Kind Kind
+	// Liquid and Reserved sit beside Kind, in one word with it, not a
+	// word each: a site has millions of elements.
+	Liquid bool
+	// Reserved: a rack position the handover declares reserved and
+	// empty: the rack holds nothing (no trays, no busbar, no nodes).
+	Reserved bool
 	// Slot is a tray's first U, a part's position in its tray, a PSU's
 	// bay (from 1); 0 when it has none.
 	Slot     int
@@ -129,10 +136,6 @@ type Element struct {
 	// PowerW is a tray's design draw, a PSU's or shelf's rating, a
 	// rack's or busbar's design power, in W.
 	PowerW int64
-	Liquid bool
-	// Reserved: a rack position the handover declares reserved and
-	// empty: the rack holds nothing (no trays, no busbar, no nodes).
-	Reserved bool
 	// Names are a compute tray's names in Slurm, Kubernetes and its BMC.
 	Names *NodeNames
 	// BMCAddress is where a BMC answers.
@@ -154,10 +157,15 @@ type Graph struct {
 	partsStart   int
 	hadParts     []bool
 	partsIndexed bool
-	rel          [relations]adjacency
-	byKind       []ID               // the elements by kind, once sealed
-	kindStart    []int32            // kind k is byKind[kindStart[k]:kindStart[k+1]]
-	edges        [relations][][2]ID // while building
+	// while building, each element's kind: indexKinds reads them here,
+	// not from elements a hundred times their size
+	kindOf    []Kind
+	rel       [relations]adjacency
+	byKind    []ID    // the elements by kind, once sealed
+	kindStart []int32 // kind k is byKind[kindStart[k]:kindStart[k+1]]
+	// while building, the edges of every relation but Contains, whose
+	// edges are parent's
+	edges [relations]edgeList
 	// Site is the contract's site the graph was built from.
 	Site *Site
 	// the site's records by element (index), built on first use
@@ -194,11 +202,51 @@ func (r *rows) of(id ID) []ID {
 	return r.ids[r.start[k]:r.start[k+1]]
 }
 
-func newGraph(site *Site, capacity int) *Graph {
-	g := &Graph{Site: site, els: make([]Element, 0, capacity), parent: make([]ID, 0, capacity), byKey: make(map[string]ID, capacity/4),
-		partsOf: None, hadParts: make([]bool, 0, capacity)}
-	g.edges[Contains] = make([][2]ID, 0, capacity)
-	return g
+// newGraph makes a graph for about capacity elements, keyed of them
+// not parts (in the key index).
+func newGraph(site *Site, capacity, keyed int) *Graph {
+	return &Graph{Site: site, els: make([]Element, 0, capacity), parent: make([]ID, 0, capacity), byKey: make(map[string]ID, keyed),
+		partsOf: None, hadParts: make([]bool, 0, capacity), kindOf: make([]Kind, 0, capacity)}
+}
+
+// edgeList is a relation's edges while the graph is built, in chunks
+// that stay where they are: a slice grown by append copies itself on
+// the way and allocates several times its final size, and a site has
+// millions of edges.
+type edgeList struct {
+	chunks [][][2]ID
+}
+
+// edgeChunk is how many edges a chunk of an edgeList holds (128 KiB).
+const edgeChunk = 1 << 14
+
+func (l *edgeList) add(from, to ID) {
+	if n := len(l.chunks); n == 0 || len(l.chunks[n-1]) == edgeChunk {
+		l.chunks = append(l.chunks, make([][2]ID, 0, edgeChunk))
+	}
+	last := &l.chunks[len(l.chunks)-1]
+	*last = append(*last, [2]ID{from, to})
+}
+
+// all yields the edges in the order they were added.
+func (l *edgeList) all(yield func(from, to ID) bool) {
+	for _, c := range l.chunks {
+		for _, e := range c {
+			if !yield(e[0], e[1]) {
+				return
+			}
+		}
+	}
+}
+
+// containsEdges yields the Contains edges, parent → child, in the
+// order the children were added.
+func (g *Graph) containsEdges(yield func(from, to ID) bool) {
+	for id, p := range g.parent {
+		if p != None && !yield(p, ID(id)) {
+			return
+		}
+	}
 }
 
 // add adds an element under parent; a key taken already returns the
@@ -233,12 +281,10 @@ func (g *Graph) add(parent ID, e Element) (ID, bool) {
 	g.els = append(g.els, e)
 	g.parent = append(g.parent, parent)
 	g.hadParts = append(g.hadParts, false)
+	g.kindOf = append(g.kindOf, e.Kind)
 	if !part {
 		g.byKey[e.Key] = id
 		g.partsOf = None
-	}
-	if parent != None {
-		g.edges[Contains] = append(g.edges[Contains], [2]ID{parent, id})
 	}
 	return id, true
 }
@@ -272,7 +318,7 @@ func sameKey(a, b string) bool {
 // link adds an edge of r from → to.
 func (g *Graph) link(r Relation, from, to ID) {
 	if from != None && to != None {
-		g.edges[r] = append(g.edges[r], [2]ID{from, to})
+		g.edges[r].add(from, to)
 	}
 }
 
@@ -283,19 +329,23 @@ func (g *Graph) link(r Relation, from, to ID) {
 func (g *Graph) seal() {
 	n := len(g.els)
 	cursor := make([]int32, n)
-	for r := range relations {
-		g.rel[r] = adjacent(g.edges[r], n, cursor)
-		g.edges[r] = nil
+	// Contains has no in rows: an element's one container is its
+	// parent (In)
+	contains := outRows(g.containsEdges, n, cursor)
+	g.rel[Contains] = adjacency{out: contains, outStart: contains.start}
+	for r := Contains + 1; r < relations; r++ {
+		g.rel[r] = adjacent(g.edges[r].all, n, cursor)
+		g.edges[r] = edgeList{}
 	}
-	g.hadParts = nil
 	g.indexKinds()
+	g.hadParts, g.kindOf = nil, nil
 }
 
 // indexKinds lists the elements by kind, each kind in id order.
 func (g *Graph) indexKinds() {
 	g.kindStart = make([]int32, kinds+1)
-	for i := range g.els {
-		if k := g.els[i].Kind; k < kinds {
+	for _, k := range g.kindOf {
+		if k < kinds {
 			g.kindStart[k+1]++
 		}
 	}
@@ -304,8 +354,8 @@ func (g *Graph) indexKinds() {
 	}
 	g.byKind = make([]ID, g.kindStart[kinds])
 	at := slices.Clone(g.kindStart)
-	for i := range g.els {
-		if k := g.els[i].Kind; k < kinds {
+	for i, k := range g.kindOf {
+		if k < kinds {
 			g.byKind[at[k]] = ID(i)
 			at[k]++
 		}
@@ -315,15 +365,23 @@ func (g *Graph) indexKinds() {
 // adjacent builds one relation's rows from its edges: out rows by
 // counting, each sorted and de-duplicated, then the in rows from them
 // (sorted by construction). cursor is scratch of n entries.
-func adjacent(edges [][2]ID, n int, cursor []int32) adjacency {
+func adjacent(edges iter.Seq2[ID, ID], n int, cursor []int32) adjacency {
+	out := outRows(edges, n, cursor)
+	return adjacency{out: out, in: inRows(out, n, cursor), outStart: out.start}
+}
+
+// outRows are the out rows of edges, each sorted and de-duplicated.
+func outRows(edges iter.Seq2[ID, ID], n int, cursor []int32) rows {
 	clear(cursor)
-	for _, e := range edges {
-		cursor[e[0]]++
+	total := 0
+	for from := range edges {
+		cursor[from]++
+		total++
 	}
-	out := newRows(n, cursor, len(edges))
-	for _, e := range edges {
-		out.ids[cursor[e[0]]] = e[1]
-		cursor[e[0]]++
+	out := newRows(n, cursor, total)
+	for from, to := range edges {
+		out.ids[cursor[from]] = to
+		cursor[from]++
 	}
 	// sort and de-duplicate each row, compacting them in place
 	w := int32(0)
@@ -342,12 +400,16 @@ func adjacent(edges [][2]ID, n int, cursor []int32) adjacency {
 	}
 	out.start[len(out.start)-1] = w
 	out.ids = out.ids[:w:w]
+	return out
+}
 
+// inRows are the in rows of out's edges, sorted by construction.
+func inRows(out rows, n int, cursor []int32) rows {
 	clear(cursor)
 	for _, to := range out.ids {
 		cursor[to]++
 	}
-	in := newRows(n, cursor, int(w))
+	in := newRows(n, cursor, len(out.ids))
 	for word, bitsOf := range out.has {
 		for bitsOf != 0 {
 			from := ID(word<<6 + bits.TrailingZeros64(bitsOf))
@@ -358,7 +420,7 @@ func adjacent(edges [][2]ID, n int, cursor []int32) adjacency {
 			}
 		}
 	}
-	return adjacency{out: out, in: in, outStart: out.start}
+	return in
 }
 
 // newRows lays out rows for the elements whose count (of n) is not
@@ -411,10 +473,10 @@ func (g *Graph) Lookup(key string) (ID, bool) {
 	if !ok {
 		return None, false
 	}
-	if g.rel[Contains].outStart == nil { // not sealed: the edges so far
-		for _, e := range g.edges[Contains] {
-			if e[0] == parent && g.els[e[1]].Key == key {
-				return e[1], true
+	if g.rel[Contains].outStart == nil { // not sealed: the children so far
+		for id := parent + 1; int(id) < len(g.els); id++ {
+			if g.parent[id] == parent && g.els[id].Key == key {
+				return id, true
 			}
 		}
 		return None, false
@@ -437,7 +499,16 @@ func (g *Graph) Children(id ID) []ID { return g.Out(Contains, id) }
 func (g *Graph) Out(r Relation, id ID) []ID { return g.rel[r].out.of(id) }
 
 // In are the elements r leads from to id.
-func (g *Graph) In(r Relation, id ID) []ID { return g.rel[r].in.of(id) }
+func (g *Graph) In(r Relation, id ID) []ID {
+	if r == Contains {
+		// its parent, which seal does not copy into rows
+		if !g.sealed() || id < 0 || int(id) >= len(g.parent) || g.parent[id] == None {
+			return nil
+		}
+		return g.parent[id : id+1 : id+1]
+	}
+	return g.rel[r].in.of(id)
+}
 
 // Edges counts the edges of r.
 func (g *Graph) Edges(r Relation) int { return len(g.rel[r].out.ids) }
