@@ -392,6 +392,19 @@ func sameCase(a, b results.Case) bool {
 	return reflect.DeepEqual(u, v)
 }
 
+// trustedSamples are the sample bytes a trusted signature covers: the
+// run's, or a signed amendment's (a retry writes samples after the
+// run's end, and its seal covers them).
+func (a *auditor) trustedSamples() int64 {
+	n := a.rep.SignedSamples
+	for _, seg := range a.segs {
+		if seg.Seal != nil && seg.Seal.Trusted {
+			n = max(n, seg.Seal.Samples)
+		}
+	}
+	return n
+}
+
 // checkTrust: with trusted keys, everything must be covered by one.
 func (a *auditor) checkTrust() {
 	rep := a.rep
@@ -409,7 +422,7 @@ func (a *auditor) checkTrust() {
 	if rep.Uncovered > 0 {
 		a.problem("%d record(s) after record %d, the last a trusted signature covers, are not covered by one", rep.Uncovered, rep.SignedUpTo)
 	}
-	if tail := a.lastCP.bytes - rep.SignedSamples; tail > 0 {
+	if tail := a.lastCP.bytes - a.trustedSamples(); tail > 0 {
 		a.problem("%d sample byte(s) after the last signed checkpoint (record %d) are not covered by a signature", tail, rep.SignedUpTo)
 	}
 	if rep.Unverified > 0 {

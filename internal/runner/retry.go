@@ -13,14 +13,18 @@ import (
 // retryStart is the data of a retry_start record, the first of a retry
 // amendment after its amend record.
 type retryStart struct {
-	Case       string  `json:"case"`
-	Attempt    int     `json:"attempt"`
-	PlanDigest string  `json:"plan_digest"`
-	Tool       string  `json:"tool"`
-	Site       string  `json:"site"`
-	Binding    string  `json:"binding,omitempty"`
-	TimeScale  float64 `json:"time_scale"`
-	Operator   string  `json:"operator"`
+	Case       string `json:"case"`
+	Attempt    int    `json:"attempt"`
+	PlanDigest string `json:"plan_digest"`
+	Tool       string `json:"tool"`
+	Site       string `json:"site"`
+	Binding    string `json:"binding,omitempty"`
+	// Defect is the simulator's defect during the retry: a retry runs
+	// the case again once the fault is cleared, so it may differ from
+	// the run's.
+	Defect    string  `json:"defect,omitempty"`
+	TimeScale float64 `json:"time_scale"`
+	Operator  string  `json:"operator"`
 }
 
 // openRetry opens the finished bundle in Dir for a signed amendment
@@ -52,12 +56,14 @@ func (r *Runner) openRetry(digest string) error {
 		r.attempts[ac.End.Result.ID] = max(r.attempts[ac.End.Result.ID], ac.Attempt)
 	}
 	r.append("retry_start", id, retryStart{Case: id, Attempt: r.attempts[id] + 1, PlanDigest: digest, Tool: "sat " + version.Version,
-		Site: cfg.Site.Kind, Binding: cfg.Site.BindingDigest, TimeScale: cfg.Site.TimeScale, Operator: cfg.Operator.Who()})
+		Site: cfg.Site.Kind, Binding: cfg.Site.BindingDigest, Defect: cfg.Site.Defect, TimeScale: cfg.Site.TimeScale, Operator: cfg.Operator.Who()})
 	r.log.Info("retry started", "case", id, "attempt", r.attempts[id]+1, "bundle", cfg.Dir, "amendment", a.Segment)
 	return nil
 }
 
-// retryFits checks the finished bundle ran this plan on this site.
+// retryFits checks the finished bundle ran this plan on this site: the
+// same kind of site and binding; the simulator's defect may be cleared
+// (or another), since a retry is the case run again after a repair.
 func (r *Runner) retryFits(rep *evidence.Report, digest string) error {
 	if rep.Results == nil {
 		return errors.New("it has no results.json")
@@ -69,6 +75,7 @@ func (r *Runner) retryFits(rep *evidence.Report, digest string) error {
 	if err := json.Unmarshal(rep.RunStart(), &first); err != nil {
 		return fmt.Errorf("its run_start record: %w", err)
 	}
+	first.Defect = r.cfg.Site.Defect
 	return r.sameSite(first)
 }
 

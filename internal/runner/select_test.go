@@ -153,6 +153,11 @@ func testRetry(t *testing.T) {
 	rep, err := evidence.Verify(g.dir, nil)
 	require.NoError(t, err)
 	assert.True(t, rep.OK(), rep.All())
+	// trusting the rig's key: the retry's samples, after the run's
+	// last seal, are covered by the amendment's
+	trusted, err := evidence.Verify(g.dir, []ssh.PublicKey{s.PublicKey()})
+	require.NoError(t, err)
+	assert.True(t, trusted.OK(), trusted.All())
 	require.Len(t, rep.Segments, 1)
 	seg := rep.Segments[0]
 	assert.Equal(t, evidence.PurposeRetry, seg.Purpose)
