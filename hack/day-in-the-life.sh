@@ -84,7 +84,7 @@ echo "a day in the life of site threemodule in $WORK (scheduler: $SCHED)"
 say "the vendors of the p1-ma joint sign it"
 cp -r "$SEAM/contracts/examples/threemodule" site
 mkdir -p keys site/signatures
-for who in voltskid gpuworks ops odm integrator cx operator facilityd rig alice; do
+for who in voltskid gpuworks ops odm integrator cx accept operator facilityd rig alice; do
   ssh-keygen -q -t ed25519 -N '' -C "$who" -f "keys/$who"
 done
 echo "VoltSkid namespaces=\"seam-contract\" $(cat keys/voltskid.pub)" >> site/signatures/allowed_signers
@@ -95,7 +95,7 @@ contractc verify site --boundary p1-ma
 
 say "module ma's SAT plan; the site's lifecycle store (the ledger of holds too)"
 contractc compile site --level sat --module ma --max-hold 1s -o plan-ma.json
-for who in ops odm integrator cx operator facilityd; do
+for who in ops odm integrator cx accept operator facilityd; do
   echo "$who namespaces=\"seam-lifecycle\" $(cat "keys/$who.pub")" >> allowed_signers
 done
 cat > access.json <<'EOF'
@@ -107,13 +107,14 @@ cat > access.json <<'EOF'
     "admin": {"may": ["access", "release-any-hold"]},
     "vendor": {"transitions": ["design>built"]},
     "integrator": {"transitions": ["built>integrated", "integrated>shipped", "shipped>installed"], "may": ["asbuilt"]},
-    "commissioning": {"transitions": ["installed>commissioned", "commissioned>provisioned", "rma>commissioned"], "may": ["holds"]},
+    "commissioning": {"transitions": ["installed>commissioned", "commissioned>provisioned", "rma>commissioned"], "may": ["holds", "issues"]},
+    "acceptance": {"may": ["waive"]},
     "operator": {"transitions": ["provisioned>operating", "operating>maintenance", "maintenance>operating", "*>rma", "*>decommissioned"], "may": ["holds"]},
     "facility": {"may": ["holds"]}
   },
   "members": {
     "ssh:ops": {"roles": ["admin"]}, "ssh:odm": {"roles": ["vendor"]}, "ssh:integrator": {"roles": ["integrator"]},
-    "ssh:cx": {"roles": ["commissioning"]}, "ssh:operator": {"roles": ["operator"]}, "ssh:facilityd": {"roles": ["facility"]}
+    "ssh:cx": {"roles": ["commissioning"]}, "ssh:accept": {"roles": ["acceptance"]}, "ssh:operator": {"roles": ["operator"]}, "ssh:facilityd": {"roles": ["facility"]}
   }
 }
 EOF
@@ -124,10 +125,27 @@ sat lifecycle move ma integrated --reason integrated --key keys/integrator
 sat lifecycle move ma shipped --reason 'on the truck' --key keys/integrator
 sat lifecycle move ma installed --reason 'on site, hall 2' --key keys/integrator
 
-say "the SAT of module ma on the simulated site commissions it on its signed, passing bundle"
+say "the SAT of module ma on the simulated site: the power skid recovers too slowly, an issue for its vendor"
+set +e
 sat run plan-ma.json --sim --time-scale max --contracts site --fixtures "$SEAM/fixtures" --out sat-ma \
-  --sign-key keys/rig --lifecycle site.db --commission --lifecycle-key keys/cx
+  --defect p1-slow-recovery --sign-key keys/rig --lifecycle site.db --commission --lifecycle-key keys/cx
+code=$?
+set -e
+[ "$code" = 2 ] || { echo "the SAT with the slow recovery should fail (exit 2), got $code" >&2; exit 1; }
+sat issues list --module ma
+ISSUE=$(sat issues list --module ma | awk 'NR == 2 {print $1}')
+FAILED=$(sat issues list --module ma | awk 'NR == 2 {print $NF}')
+say "the gate of ma's performance level refuses: the issue is open"
+if sat gate L4 --module ma; then echo "the gate passed with $ISSUE open" >&2; exit 1; fi
+if sat issues waive "$ISSUE" --reason 'close enough' --key keys/cx 2>/dev/null; then echo "the commissioning agent waived $ISSUE" >&2; exit 1; fi
+say "the vendor fixes the recovery; the case runs again as a signed retry, and the retry closes the issue"
+sat run --retry sat-ma --case "$FAILED" --sim --time-scale max --contracts site --fixtures "$SEAM/fixtures" --sign-key keys/rig
+sat issues open --from sat-ma --key keys/cx
+sat gate L3 --module ma
+sat gate L4 --module ma
+sat lifecycle move ma commissioned --reason 'gates L3 and L4 passed' --key keys/cx
 sat verify sat-ma --trust keys/rig.pub
+sat issues export --format csv -o issues.csv
 
 say "after handover the site runs (sat sim: its devices and BMCs on loopback)"
 sat sim site --fixtures "$SEAM/fixtures" --out simsite > sim.log 2>&1 &

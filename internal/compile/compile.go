@@ -29,6 +29,12 @@ type Options struct {
 	Module  string        // restrict the plan to cases involving this module
 	MaxHold time.Duration // cap soak holds and square-wave runs (0: no cap)
 	Log     *slog.Logger  // nil: discard
+	// Signatures are the parties' signatures on each boundary, by
+	// boundary id, as internal/sign's Verify found them (contractc
+	// compile runs it): the plan records them beside each boundary it
+	// tests. A party with none here is recorded as missing, so the
+	// compiler stays pure: it reads no signature itself.
+	Signatures map[string][]plan.Signature
 }
 
 // Diagnostic rule ids of the compiler.
@@ -52,6 +58,17 @@ var Levels = []string{plan.FAT, plan.SAT, plan.IST, plan.All}
 // errors are not compiled: the diagnostics say why. The diagnostics of
 // a compiled plan are the compiler's own (untestable clauses).
 func Dir(dir string, opt Options) (*plan.Plan, diag.List, error) {
+	c, errs, err := Vet(dir)
+	if c == nil {
+		return nil, errs, err
+	}
+	return Compile(c, opt)
+}
+
+// Vet vets the contracts in dir for Compile: nil contracts and the vet
+// errors when there are any, since contracts with errors are not
+// compiled.
+func Vet(dir string) (*contract.Contracts, diag.List, error) {
 	c, diags, err := contract.Vet(dir)
 	if err != nil {
 		return nil, nil, err
@@ -65,7 +82,7 @@ func Dir(dir string, opt Options) (*plan.Plan, diag.List, error) {
 		}
 		return nil, errs, nil
 	}
-	return Compile(c, opt)
+	return c, nil, nil
 }
 
 // Compile builds the plan for checked contracts. An error means the
@@ -273,6 +290,8 @@ func (k *compiler) finish() *plan.Plan {
 			Schema: schema.Digest(), SchemaVersion: schema.Version},
 		EstimatedS: tenths(total)}
 	p.Coverage = k.coverage(p.Cases)
+	k.commission(p)
+	p.Boundaries = k.boundaries(p.Cases)
 	return p
 }
 

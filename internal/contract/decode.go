@@ -19,6 +19,7 @@ func decode(r *cueload.Result) (*Contracts, diag.List) {
 	c := &Contracts{Dir: r.Dir, Loaded: r, Site: d.site(root.at("site"))}
 	c.Ops = d.operating(root.at("site"))
 	c.Grid = d.gridDesign(root.at("site"))
+	c.Commissioning = d.commissioning(root.at("site"))
 	for _, b := range root.entries("boundaries") {
 		c.Boundaries = append(c.Boundaries, d.boundary(b))
 	}

@@ -193,4 +193,7 @@ type Contracts struct {
 	Ops *Operating
 	// Grid is the site's answer to its grid boundaries.
 	Grid *GridDesign
+	// Commissioning is what the site states of its commissioning (nil:
+	// nothing; CommissioningRules gives the rules either way).
+	Commissioning *Commissioning
 }

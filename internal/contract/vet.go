@@ -40,6 +40,9 @@ func rules() map[string]string {
 	for k, v := range gridRules {
 		out[k] = v
 	}
+	for k, v := range cxRules {
+		out[k] = v
+	}
 	return out
 }
 
@@ -271,5 +274,6 @@ func Check(c *Contracts) diag.List {
 	checkAlarms(c, &diags)
 	checkOperating(c, g, &diags)
 	checkGrid(c, &diags)
+	checkCommissioning(c, &diags)
 	return diags
 }

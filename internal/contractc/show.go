@@ -44,9 +44,10 @@ func showPlan(w io.Writer, p *plan.Plan, only string) {
 	for _, il := range p.Interlocks {
 		locks[il.ID] = il
 	}
+	cx := p.CommissioningRules()
 	for i, c := range p.Cases {
 		if strings.HasPrefix(c.ID, only) {
-			showCase(w, i+1, c, p.Sources, locks)
+			showCase(w, i+1, c, cxLevelText(cx, &c), p.Sources, locks)
 		}
 	}
 	if only == "" {
@@ -71,6 +72,9 @@ func showHeader(w io.Writer, p *plan.Plan) {
 	if h.Options.MaxHoldS > 0 {
 		fmt.Fprintf(w, "  holds capped at %s (--max-hold): a shortened hold proves its clause only in part\n", duration(h.Options.MaxHoldS))
 	}
+	for _, b := range p.Boundaries {
+		fmt.Fprintf(w, "  boundary %s: %s supplies %s; %s\n", b.ID, partyText(b.Supplier), partyText(b.Consumer), signaturesText(b.Signatures))
+	}
 	for _, lb := range p.LoadBanks {
 		fmt.Fprintf(w, "  load bank %s at %s: %s, %s", lb.ID, lb.Module, lb.Kind, kwText(lb.RatingKW))
 		if lb.ResolutionKW > 0 {
@@ -81,6 +85,32 @@ func showHeader(w io.Writer, p *plan.Plan) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// partyText is a side of a boundary: its module and vendor.
+func partyText(p plan.Party) string {
+	if p.Party == "" {
+		return p.Module
+	}
+	return p.Module + " (" + p.Party + ")"
+}
+
+// signaturesText says which parties signed the boundary's contract.
+func signaturesText(sigs []plan.Signature) string {
+	var parts []string
+	for _, s := range sigs {
+		parts = append(parts, s.Party+" "+s.Status)
+	}
+	return "contract " + strings.Join(parts, ", ")
+}
+
+// cxLevelText is a case's commissioning level: "L3 functional".
+func cxLevelText(cx *plan.Commissioning, c *plan.Case) string {
+	id := cx.LevelOf(c)
+	if l, ok := cx.Level(id); ok {
+		return l.ID + " " + l.Name
+	}
+	return id
 }
 
 func levelName(l string) string {
@@ -95,9 +125,12 @@ func levelName(l string) string {
 	return "FAT, SAT and IST"
 }
 
-func showCase(w io.Writer, n int, c plan.Case, sources map[string]plan.Source, locks map[string]plan.Interlock) {
+func showCase(w io.Writer, n int, c plan.Case, level string, sources map[string]plan.Source, locks map[string]plan.Interlock) {
 	fmt.Fprintf(w, "\n%d. %s  [%s]\n", n, c.ID, duration(c.EstimatedS))
 	fmt.Fprintf(w, "   %s\n", c.Title)
+	if level != "" {
+		fmt.Fprintf(w, "   commissioning level %s\n", level)
+	}
 	fmt.Fprintf(w, "   proves %s (%s), graded against the %s side\n", c.Clause.Path, c.Clause.Pos, strings.Join(c.Sides, " and the "))
 	fmt.Fprintln(w, "   before you start:")
 	for _, pre := range c.Preconditions {

@@ -185,6 +185,17 @@ scrape_configs:
 	assert.Regexp(t, `(?m)^gpu-a-r01-n03 (idle|planned|mixed|allocated)\S* `, out, "burned in again after the swap: back in the pool")
 	assert.Contains(t, out, "ledger: gpu-a-r01-n03 provisioned: burn-in passed", "the baseline after the swap provisions the new GPU")
 
+	// commissioning through the gate: the slow recovery an issue of the
+	// power vendor's, the gate refusing on it, the retry closing it
+	assert.Regexp(t, `opened ma-1 \[L4 major\] owner VoltSkid \(supplier\): .*guarantee-recovery-time \(recovery_time, guarantee\)`, out)
+	assert.Contains(t, out, "gate L4 (performance) of ma REFUSES")
+	assert.Contains(t, out, "missing: 1 open major issue(s), at most 0 allowed: ma-1")
+	assert.Regexp(t, `closed ma-1: case sat\.p1-ma\.transient\.\S+ passed in retry amendment 1 of bundle`, out)
+	assert.Contains(t, out, "gate L4 (performance) of ma PASSES")
+	export, err := os.ReadFile(filepath.Join(s.work, "issues.csv"))
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^id,level,system,description,owner,severity,status,created,due,closed,closed_by,evidence\nma-1,L4,ma / p1-ma,.*,VoltSkid,major,closed,`, string(export))
+
 	// the node's history tells the day in order
 	story := []string{"installed → commissioned", "burnin:seam-burnin-ma: burn-in under way", "commissioned → provisioned", "burnin:seam-burnin-ma: burn-in ended",
 		"provisioned → operating", "facility:cooling_redundancy_lost:cooling_loop=l1: ", "rma:lifecycle: rma by ssh:operator: XID 79", "burnin:swap: a part swapped under RMA",

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/lifecycle"
+	"github.com/seamdc/seam/internal/plan"
 )
 
 // The figures of the lifecycle issue, on both engines: a store of
@@ -203,4 +205,50 @@ func placeholders(engine string) func(cols, n int) string {
 		}
 		return "(" + strings.Join(ps, ", ") + ")"
 	}
+}
+
+// The figure of the commissioning issue: sat gate over 100 modules
+// with 10,000 recorded cases and 1,000 issues (goal: under 1 s), the
+// log read from the store (SQLite) and every module's gate evaluated.
+//
+//	go test -run '^$' -bench Gate -benchtime 3x ./internal/lifecycle
+func BenchmarkGate(b *testing.B) {
+	ctx := context.Background()
+	e := &engine{name: lifecycle.SQLite}
+	g := inventory.NewGraph(&inventory.Site{Name: "bench"}, 101)
+	root, _ := g.Add(inventory.None, inventory.Element{Key: "bench", Kind: inventory.KindSite})
+	for m := range 100 {
+		g.Add(root, inventory.Element{Key: fmt.Sprintf("m%03d", m), Kind: inventory.KindRack})
+	}
+	g.Seal()
+	s, err := lifecycle.Init(ctx, e.config(b, newClock()), as(b, "ops"), g, policy(b, nil))
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	at := newClock().Now()
+	for m := range 100 {
+		module := fmt.Sprintf("m%03d", m)
+		bd := lifecycle.CxBundle{Bundle: "b-" + module, Module: module, Level: plan.SAT, Rules: plan.DefaultCommissioning()}
+		for c := range 100 {
+			cx := lifecycle.CxCase{ID: fmt.Sprintf("sat.p-%s.transient.c%03d", module, c), Level: plan.L4, Kind: plan.Transient, Outcome: "PASS"}
+			if c%10 == 0 {
+				cx.Outcome = "FAIL"
+				bd.Opened = append(bd.Opened, lifecycle.Issue{ID: fmt.Sprintf("%s-%d", module, c/10+1), Module: module, Level: plan.L4, Case: cx.ID,
+					Kind: plan.Transient, Severity: plan.Major, Owner: "VoltSkid", Opened: at, Due: at.Add(7 * 24 * time.Hour)})
+			}
+			bd.Cases = append(bd.Cases, cx)
+		}
+		doc, err := json.Marshal(bd)
+		require.NoError(b, err)
+		_, err = s.DB().ExecContext(ctx, `INSERT INTO events (at, element, kind, prev_state, state, since, prev_serial, serial, actor, db_user, reason, cause, policy, evidence, statement, signature, data)
+			VALUES (?, ?, 'commissioning', 'installed', 'installed', 0, '', '', 'ssh:cx', '', 'bench', 0, 1, '', '', '', ?)`, at.UnixMicro(), module, string(doc))
+		require.NoError(b, err)
+	}
+	for b.Loop() {
+		gates, err := s.Gates(ctx, plan.L4, nil)
+		require.NoError(b, err)
+		if len(gates) != 100 || gates[0].Pass() || gates[0].Cases != 100 || len(gates[0].Open[plan.Major]) != 10 {
+			b.Fatalf("%d gates; the first: %+v", len(gates), gates[0])
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "gate-ms")
 }

@@ -99,6 +99,9 @@ func (s *Store) Check(ctx context.Context, anchor *Anchor) (*CheckReport, error)
 	if err := s.checkStamps(ctx, r, policies, problem); err != nil {
 		return nil, err
 	}
+	if err := s.checkIssues(ctx, problem); err != nil {
+		return nil, err
+	}
 	if err := s.checkSamples(ctx, problem); err != nil {
 		return nil, err
 	}

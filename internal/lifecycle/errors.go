@@ -119,7 +119,8 @@ func (e *StoreError) Unwrap() error { return e.Err }
 // IsConflict reports whether err is a lost race (retry after a look).
 func IsConflict(err error) bool {
 	var c *ConflictError
-	return errors.As(err, &c)
+	var lc *LogConflictError
+	return errors.As(err, &c) || errors.As(err, &lc)
 }
 
 func fmtTime(t time.Time) string {

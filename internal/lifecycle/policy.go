@@ -29,9 +29,11 @@ const (
 	MayReconcile      = "reconcile"        // record what sat discover found
 	MayAccess         = "access"           // change the access policy
 	MayChemistry      = "chemistry"        // record a loop's water-chemistry samples
+	MayIssues         = "issues"           // record bundles in the issues log, assign issues
+	MayWaive          = "waive"            // waive an issue: the accepting engineer
 )
 
-var permissions = []string{MayAsBuilt, MayHolds, MayReleaseAnyHold, MayReconcile, MayAccess, MayChemistry}
+var permissions = []string{MayAsBuilt, MayHolds, MayReleaseAnyHold, MayReconcile, MayAccess, MayChemistry, MayIssues, MayWaive}
 
 // Policy is who may change what in a store: roles, the members who hold
 // them, and the keys that authenticate them. It is kept in the store

@@ -45,9 +45,9 @@ type Need string
 
 // What transitions need.
 const (
-	// NeedSAT: a SAT evidence bundle of the element's module that sat
-	// verify accepts with the store's trusted evidence keys, with every
-	// case passed.
+	// NeedSAT: the commissioning gates of the element's module pass in
+	// the issues log, whose bundles sat verify accepts with the store's
+	// trusted evidence keys.
 	NeedSAT Need = "sat"
 	// NeedBaseline: the burn-in baseline of each node that moves (and of
 	// the node of each part that moves), of the serial the node has now,
@@ -63,7 +63,7 @@ const (
 func (n Need) Describe() string {
 	switch n {
 	case NeedSAT:
-		return "a SAT evidence bundle of its module (`--evidence DIR`) that `sat verify --trust` accepts with the store's evidence keys: a finished run, signed by a trusted key, every case passed"
+		return "the commissioning gates of its module (L3 and L4 unless the site says otherwise; `sat gate LEVEL --module M`) passing in the issues log: every case of those levels passed or its issue waived, no open issue beyond the gate's limits; `--evidence DIR` records a SAT bundle (verified as `sat verify --trust` with the store's evidence keys) in the log first"
 	case NeedBaseline:
 		return "the burn-in baseline of each node that moves (`--baseline FILE`, once per node): passed, of the serial the node has now, taken after its last swap and not in the future"
 	case NeedReplacement:

@@ -61,6 +61,7 @@ var suite = []struct {
 	{"time stamps", testTimeStamps},
 	{"kill", testKill},
 	{"commission", testCommission},
+	{"issues", testIssues},
 	{"provision", testProvision},
 	{"rma", testRMA},
 	{"holds", testHolds},
@@ -111,8 +112,7 @@ func testCommission(t *testing.T, e *engine) {
 	for _, c := range []struct {
 		name, who, dir, want string
 	}{
-		{"no bundle", "cx", "", "needs the SAT evidence bundle of ma"},
-		{"failed", "cx", b.failing, "did not pass"},
+		{"no bundle", "cx", "", "module ma: no bundle of it is recorded in the issues log"},
 		{"unsigned", "cx", b.unsigned, "not signed"},
 		{"not a bundle", "cx", t.TempDir(), "sat verify --trust does not accept"},
 	} {
@@ -134,7 +134,7 @@ func testCommission(t *testing.T, e *engine) {
 	// evidence of module ma does not commission a rack of mb
 	_, err = s.Transition(ctx, as(t, "cx"), lifecycle.Move{Element: "mb/r01", To: lifecycle.Commissioned, SAT: b.passing, Reason: "SAT"})
 	require.True(t, errors.As(err, &ee), "%v", err)
-	assert.Contains(t, err.Error(), "is the SAT of module ma, not of mb")
+	assert.Contains(t, err.Error(), "module mb: no bundle of it is recorded")
 	// a key the policy does not trust signed it: the admin trusts only
 	// another key's evidence for a while
 	untrusting := policy(t, nil)

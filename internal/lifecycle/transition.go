@@ -17,8 +17,9 @@ type Move struct {
 	To      State
 	// Reason says why: it is recorded, and signed.
 	Reason string
-	// SAT is the directory of the SAT evidence bundle installed →
-	// commissioned needs.
+	// SAT is an evidence bundle to record in the issues log before
+	// installed → commissioned evaluates the module's gates (optional:
+	// bundles recorded before count too).
 	SAT string
 	// Baselines are the burn-in baseline files commissioned →
 	// provisioned needs: one per node that moves.
@@ -30,6 +31,8 @@ type Move struct {
 	// that is in the same state moves with it (a module and its racks,
 	// nodes and parts).
 	Only bool
+
+	recorded []Recorded // what recording SAT did (a dry run's, to evaluate the gate on)
 }
 
 // Moved is what a transition did.
@@ -166,6 +169,13 @@ func (s *Store) Transition(ctx context.Context, a Auth, m Move) (*Moved, error) 
 	if err := s.checkClock(ctx, set, now); err != nil {
 		return nil, err
 	}
+	if m.SAT != "" && tr.Requires(NeedSAT) {
+		// the bundle goes into the issues log first: its failures are
+		// issues whatever the gate then says
+		if m.recorded, err = s.RecordBundle(ctx, a, m.SAT); err != nil {
+			return nil, err
+		}
+	}
 	ev, perNode, err := s.evidenceFor(ctx, tr, el, set, m, pv.P, now)
 	if err != nil {
 		return nil, err
@@ -227,18 +237,11 @@ func (s *Store) evidenceFor(ctx context.Context, tr Transition, el *Element, set
 	var out []Evidence
 	var perNode map[string]Evidence
 	if tr.Requires(NeedSAT) {
-		if m.SAT == "" {
-			return nil, nil, refuse(NeedSAT, "installed → commissioned needs the SAT evidence bundle of %s (--evidence DIR): a finished run, signed by a trusted key, every case passed", orNone(el.Module))
-		}
-		si, err := s.storeInfo(ctx)
+		ev, err := s.gateEvidence(ctx, el, set, m.recorded)
 		if err != nil {
 			return nil, nil, err
 		}
-		proof, err := VerifySAT(m.SAT, p.EvidenceKeyList(), si.Site, el.Module)
-		if err != nil {
-			return nil, nil, refuse(NeedSAT, "%v", err)
-		}
-		out = append(out, Evidence{Kind: NeedSAT, Ref: m.SAT, Digest: proof.Manifest, Module: proof.Module, Bundle: proof.Bundle, SignedBy: proof.SignedBy, Cases: proof.Cases})
+		out = append(out, ev...)
 	}
 	if tr.Requires(NeedBaseline) {
 		var err error

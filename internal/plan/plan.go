@@ -112,12 +112,18 @@ const (
 // alphabetical order of their JSON names, so encoding/json writes them
 // sorted, as canonical JSON wants (a test holds this).
 type Plan struct {
-	Cases      []Case            `json:"cases"`
-	Coverage   []Coverage        `json:"coverage"`
-	Header     Header            `json:"header"`
-	Interlocks []Interlock       `json:"interlocks"` // shared by the cases that name them
-	LoadBanks  []LoadBank        `json:"load_banks"`
-	Sources    map[string]Source `json:"sources"` // contract path → where it is written and its value
+	// Boundaries are the boundaries the cases test, with their parties
+	// and signatures (absent in plans compiled before they were kept).
+	Boundaries []Boundary `json:"boundaries,omitempty"`
+	Cases      []Case     `json:"cases"`
+	// Commissioning is the site's levels, severities and gates (absent
+	// in plans compiled before sites stated them: CommissioningRules).
+	Commissioning *Commissioning    `json:"commissioning,omitempty"`
+	Coverage      []Coverage        `json:"coverage"`
+	Header        Header            `json:"header"`
+	Interlocks    []Interlock       `json:"interlocks"` // shared by the cases that name them
+	LoadBanks     []LoadBank        `json:"load_banks"`
+	Sources       map[string]Source `json:"sources"` // contract path → where it is written and its value
 }
 
 // Header identifies the plan and its inputs; sat refuses a plan whose
@@ -180,6 +186,7 @@ type Case struct {
 	Boundary      string         `json:"boundary"`
 	Checks        []Check        `json:"checks"`
 	Clause        ClauseRef      `json:"clause"`
+	Commissioning string         `json:"commissioning,omitempty"` // the site's commissioning level: L1 … L5
 	EstimatedS    float64        `json:"estimated_s"`
 	ID            string         `json:"id"`         // level.boundary.kind.clause
 	Interlocks    []string       `json:"interlocks"` // ids into Plan.Interlocks

@@ -26,9 +26,18 @@ func sample() *plan.Plan {
 		LoadBanks: []plan.LoadBank{{ID: "lb", Module: "m", Kind: "resistive", RatingKW: 2500, ResolutionKW: 5, MaxRateKWPerS: 50000}},
 		Interlocks: []plan.Interlock{{ID: "v", Channel: "p/m/v", Unit: "V", Min: f(360), Max: f(460), MaxPeriodS: 1, MaxSilenceS: 5,
 			Reason: "band", Sources: src}},
-		Sources: map[string]plan.Source{src[0]: {Pos: "power.cue:1:2", Value: "415 V"}, src[1]: {Pos: "power.cue:1:9", Value: "3 %"}},
+		Sources:       map[string]plan.Source{src[0]: {Pos: "power.cue:1:2", Value: "415 V"}, src[1]: {Pos: "power.cue:1:9", Value: "3 %"}},
+		Commissioning: plan.DefaultCommissioning(),
+		Boundaries: []plan.Boundary{
+			{ID: "b", Supplier: plan.Party{Module: "p", Party: "VoltSkid"}, Consumer: plan.Party{Module: "m", Party: "GPUWorks"},
+				Signatures: []plan.Signature{{Party: "VoltSkid", Status: "signed", Key: "SHA256:abc", SignedAt: "2026-01-02T03:04:05Z"},
+					{Party: "GPUWorks", Status: "missing"}}},
+			{ID: "g", Supplier: plan.Party{Module: "u", Party: "Grid Co"}, Consumer: plan.Party{Module: "s"},
+				Signatures: []plan.Signature{{Party: "Grid Co", Status: "stale", Key: "SHA256:def", SignedAt: "2025-01-02T03:04:05Z"},
+					{Party: "SiteOps", Status: "invalid", Key: "SHA256:0123"}}},
+		},
 		Cases: []plan.Case{
-			{ID: "sat.b.steady.v", Level: plan.SAT, Kind: plan.Steady, Title: "steady", Module: "m", Boundary: "b",
+			{ID: "sat.b.steady.v", Level: plan.SAT, Kind: plan.Steady, Title: "steady", Module: "m", Boundary: "b", Commissioning: plan.L3,
 				Clause: plan.ClauseRef{Path: "boundaries.b.steady.v", Pos: "it.cue:3:4", BoundaryDigest: digest('b')},
 				Sides:  []string{plan.Guarantee, plan.Require}, Interlocks: []string{"v"},
 				Preconditions: []plan.Precondition{{Kind: plan.PreState, Text: "connected"}, {Kind: plan.PreLoadBankIdle, LoadBank: "lb", Text: "idle"}},
@@ -45,7 +54,7 @@ func sample() *plan.Plan {
 				},
 				Sampling:   []plan.Sampling{{Channel: "p/m/v", MaxPeriodS: 0.2, Reason: "recovery"}},
 				EstimatedS: 52},
-			{ID: "ist.b.failure.f", Level: plan.IST, Kind: plan.Failure, Title: "failure", Module: "m", Boundary: "b",
+			{ID: "ist.b.failure.f", Level: plan.IST, Kind: plan.Failure, Title: "failure", Module: "m", Boundary: "b", Commissioning: plan.L5,
 				Clause: plan.ClauseRef{Path: "boundaries.b.failure.f", Pos: "it.cue:9:4", BoundaryDigest: digest('b')},
 				Sides:  []string{plan.Require}, Interlocks: []string{},
 				Preconditions: []plan.Precondition{{Kind: plan.PreCasePassed, Case: "sat.b.steady.v", Text: "passed"}},
@@ -64,7 +73,7 @@ func sample() *plan.Plan {
 				Sampling:   []plan.Sampling{{Channel: "l/m/alarm", MaxPeriodS: 0.5, Reason: "alarm"}, {Channel: "p/m/v", MaxPeriodS: 0.2, Reason: "rms"}},
 				Suppressed: []plan.Suppressed{{Channel: "l/m/leak", Reason: "raised on purpose"}},
 				EstimatedS: 127},
-			{ID: "ist.g.grid.oscillation", Level: plan.IST, Kind: plan.Grid, Title: "grid", Module: "s", Boundary: "g",
+			{ID: "ist.g.grid.oscillation", Level: plan.IST, Kind: plan.Grid, Title: "grid", Module: "s", Boundary: "g", Commissioning: plan.L5,
 				Clause: plan.ClauseRef{Path: "boundaries.g.grid.require.oscillation", Pos: "grid.cue:9:4", BoundaryDigest: digest('b')},
 				Sides:  []string{plan.Require}, Interlocks: []string{}, Preconditions: []plan.Precondition{},
 				Steps: []plan.Step{
@@ -165,7 +174,8 @@ func jsonNames(t reflect.Type, seen map[reflect.Type]bool) []string {
 func TestFieldsInJSONOrder(t *testing.T) {
 	for _, v := range []any{plan.Plan{}, plan.Header{}, plan.Tool{}, plan.Options{}, plan.Inputs{}, plan.LoadBank{},
 		plan.Case{}, plan.ClauseRef{}, plan.Precondition{}, plan.Step{}, plan.Check{}, plan.Source{}, plan.Sampling{},
-		plan.Interlock{}, plan.Suppressed{}, plan.Coverage{}} {
+		plan.Interlock{}, plan.Suppressed{}, plan.Coverage{}, plan.Commissioning{}, plan.CxLevel{}, plan.Gate{},
+		plan.Boundary{}, plan.Party{}, plan.Signature{}} {
 		typ := reflect.TypeOf(v)
 		var names []string
 		for i := range typ.NumField() {
@@ -212,6 +222,29 @@ func TestDecodeRejects(t *testing.T) {
 		{"full with reasons", func(p map[string]any) { cov(p, 0)["reasons"] = []any{"why"} }, "full needs cases and no reasons"},
 		{"partial without reasons", func(p map[string]any) { delete(cov(p, 1), "reasons") }, "partial needs cases and reasons"},
 		{"bad digest", func(p map[string]any) { hdr(p)["inputs"].(map[string]any)["contracts"] = "md5:00" }, "at /header/inputs/contracts: does not match pattern"},
+		{"case level not declared", func(p map[string]any) { kase(p, 0)["commissioning"] = "L7" }, "case sat.b.steady.v names commissioning level L7, which the plan does not declare"},
+		{"case level malformed", func(p map[string]any) { kase(p, 0)["commissioning"] = "L0" }, "at /cases/0/commissioning: does not match pattern"},
+		{"gate of no level", func(p map[string]any) {
+			cx(p)["gates"].(map[string]any)["L9"] = map[string]any{"all_cases": true, "max_open": map[string]any{}}
+		},
+			"the gate of L9 names commissioning level L9"},
+		{"commissioned no level", func(p map[string]any) { cx(p)["commissioned"] = []any{"L3", "L8"} }, "commissioned names commissioning level L8"},
+		{"map to no level", func(p map[string]any) { cx(p)["map"].(map[string]any)["probe"] = "L6" }, "commissioning map entry probe names commissioning level L6"},
+		{"map key unknown", func(p map[string]any) { cx(p)["map"].(map[string]any)["sat.stedy"] = "L3" }, "at /commissioning/map/sat.stedy: does not match pattern"},
+		{"level twice", func(p map[string]any) {
+			cx(p)["levels"] = append(cx(p)["levels"].([]any), map[string]any{"id": "L1", "name": "again", "colour": "#000000"})
+		}, "commissioning level L1 is declared twice"},
+		{"bad colour", func(p map[string]any) { cx(p)["levels"].([]any)[0].(map[string]any)["colour"] = "grey" }, "at /commissioning/levels/0/colour: does not match pattern"},
+		{"bad severity", func(p map[string]any) { cx(p)["severity"].(map[string]any)["failure"] = "urgent" }, "at /commissioning/severity/failure: value must be one of"},
+		{"negative max open", func(p map[string]any) {
+			cx(p)["gates"].(map[string]any)["L3"].(map[string]any)["max_open"].(map[string]any)["minor"] = -1
+		}, "at /commissioning/gates/L3/max_open/minor: must be >= 0"},
+		{"bad signature status", func(p map[string]any) { sig(p, 0, 1)["status"] = "lost" }, "at /boundaries/0/signatures/1/status: value must be one of"},
+		{"signature twice", func(p map[string]any) {
+			bnd(p, 0)["signatures"] = append(bnd(p, 0)["signatures"].([]any), map[string]any{"party": "VoltSkid", "status": "missing"})
+		}, "boundary b: party VoltSkid's signature is recorded twice"},
+		{"case boundary unrecorded", func(p map[string]any) { p["boundaries"] = p["boundaries"].([]any)[:1] }, "case ist.g.grid.oscillation: boundary g has no record"},
+		{"unknown party field", func(p map[string]any) { bnd(p, 0)["supplier"].(map[string]any)["vendor"] = "x" }, "at /boundaries/0/supplier: additionalProperties 'vendor' not allowed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,7 +262,12 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
-func hdr(p map[string]any) map[string]any         { return p["header"].(map[string]any) }
+func hdr(p map[string]any) map[string]any        { return p["header"].(map[string]any) }
+func cx(p map[string]any) map[string]any         { return p["commissioning"].(map[string]any) }
+func bnd(p map[string]any, i int) map[string]any { return p["boundaries"].([]any)[i].(map[string]any) }
+func sig(p map[string]any, b, i int) map[string]any {
+	return bnd(p, b)["signatures"].([]any)[i].(map[string]any)
+}
 func kase(p map[string]any, i int) map[string]any { return p["cases"].([]any)[i].(map[string]any) }
 func cov(p map[string]any, i int) map[string]any  { return p["coverage"].([]any)[i].(map[string]any) }
 func step(p map[string]any, c, i int) map[string]any {
@@ -267,4 +305,30 @@ func TestSchemaIsDraft2020(t *testing.T) {
 func TestReadNamesTheFile(t *testing.T) {
 	_, err := plan.Read("testdata/missing.json")
 	require.ErrorContains(t, err, "testdata/missing.json")
+}
+
+// A plan compiled before plans kept boundaries and commissioning still
+// reads, and its cases take the default levels by level and kind.
+func TestOlderPlanTakesDefaultLevels(t *testing.T) {
+	p := sample()
+	p.Boundaries, p.Commissioning = nil, nil
+	for i := range p.Cases {
+		p.Cases[i].Commissioning = ""
+	}
+	b, err := plan.Encode(p)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), `"commissioning"`)
+	require.NotContains(t, string(b), `"boundaries": [`)
+	back, err := plan.Decode(b)
+	require.NoError(t, err)
+	cx := back.CommissioningRules()
+	got := map[string]string{}
+	for i := range back.Cases {
+		got[back.Cases[i].ID] = cx.LevelOf(&back.Cases[i])
+	}
+	require.Equal(t, map[string]string{"sat.b.steady.v": plan.L3, "ist.b.failure.f": plan.L5, "ist.g.grid.oscillation": plan.L5}, got)
+	// a level the compiler wrote wins over the map
+	c := back.Cases[0]
+	c.Commissioning = plan.L4
+	require.Equal(t, plan.L4, cx.LevelOf(&c))
 }

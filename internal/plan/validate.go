@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -10,7 +11,8 @@ import (
 // Validate checks what the schema leaves to Go: the fields each step op
 // and check kind needs (Fields), unique ids, and that every reference
 // (a check's steps, a case's interlocks, a precondition's case, a step's
-// load bank, a source path, a coverage entry's cases) points at
+// load bank, a source path, a coverage entry's cases, a case's, gate's or
+// map entry's commissioning level, a boundary record's) points at
 // something the plan declares. Errors name the case, step or check.
 func Validate(p *Plan) error {
 	v := &validator{p: p, banks: map[string]bool{}, interlocks: map[string]*Interlock{}, cases: map[string]bool{}}
@@ -38,6 +40,8 @@ func Validate(p *Plan) error {
 	for _, cov := range p.Coverage {
 		v.coverage(cov)
 	}
+	v.commissioning()
+	v.boundaries()
 	if n := len(v.errs); n > maxErrors {
 		v.errs = append(v.errs[:maxErrors], fmt.Errorf("and %d more problems", n-maxErrors))
 	}
@@ -149,6 +153,72 @@ func (v *validator) coverage(cov Coverage) {
 		v.bad("coverage of %s: partial needs cases and reasons", cov.Clause)
 	case (cov.Status == Untestable || cov.Status == NotAtLevel) && (proved || len(cov.Reasons) == 0):
 		v.bad("coverage of %s: %s needs reasons and no cases", cov.Clause, cov.Status)
+	}
+}
+
+// commissioning checks that the levels are declared once and that every
+// case, gate, map entry and commissioned level names one of them. A
+// plan without commissioning rules (an older plan) has nothing to check:
+// its cases' levels come from the defaults when it is read.
+func (v *validator) commissioning() {
+	cx := v.p.Commissioning
+	if cx == nil {
+		return
+	}
+	ids := map[string]bool{}
+	for _, l := range cx.Levels {
+		if ids[l.ID] {
+			v.bad("commissioning level %s is declared twice", l.ID)
+		}
+		ids[l.ID] = true
+	}
+	known := func(who, id string) {
+		if !ids[id] {
+			v.bad("%s names commissioning level %s, which the plan does not declare (levels: %s)", who, id, strings.Join(slices.Sorted(maps.Keys(ids)), ", "))
+		}
+	}
+	for _, c := range v.p.Cases {
+		if c.Commissioning != "" {
+			known("case "+c.ID, c.Commissioning)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(cx.Gates)) {
+		known("the gate of "+id, id)
+	}
+	for _, key := range slices.Sorted(maps.Keys(cx.Map)) {
+		known("commissioning map entry "+key, cx.Map[key])
+	}
+	for _, id := range cx.Commissioned {
+		known("commissioned", id)
+	}
+}
+
+// boundaries checks the boundary records: each declared once, each
+// party's signature listed once, and, in a plan that keeps them (older
+// plans do not), one for the boundary of every case.
+func (v *validator) boundaries() {
+	seen := map[string]bool{}
+	for _, b := range v.p.Boundaries {
+		if seen[b.ID] {
+			v.bad("boundary %s is recorded twice", b.ID)
+		}
+		seen[b.ID] = true
+		parties := map[string]bool{}
+		for _, s := range b.Signatures {
+			if parties[s.Party] {
+				v.bad("boundary %s: party %s's signature is recorded twice", b.ID, s.Party)
+			}
+			parties[s.Party] = true
+		}
+	}
+	if len(v.p.Boundaries) == 0 {
+		return
+	}
+	for _, c := range v.p.Cases {
+		if !seen[c.Boundary] {
+			v.bad("case %s: boundary %s has no record in the plan's boundaries", c.ID, c.Boundary)
+			seen[c.Boundary] = true // once per boundary
+		}
 	}
 }
 

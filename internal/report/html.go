@@ -6,10 +6,12 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
 	"github.com/seamdc/seam/internal/version"
 )
@@ -38,7 +40,75 @@ var htmlTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
 	"ambient": func(a results.Ambient) string {
 		return strings.TrimSpace(strconv.FormatFloat(*a.Value, 'g', 4, 64) + " " + a.Unit)
 	},
+	"cxtag":       cxTagHTML,
+	"contractSig": contractSig,
+	"sideOf":      sideWords,
 }).ParseFS(tmplFS, "tmpl/report.html"))
+
+// hexColour is a tag colour the page may write into a style attribute.
+var hexColour = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+
+// cxTagHTML is a commissioning level's tag: its name on its colour,
+// with black or white text, whichever reads on it. A colour that is
+// not #rrggbb (the plan's schema refuses one) is drawn grey.
+func cxTagHTML(t CxTag) template.HTML {
+	colour := strings.ToLower(t.Colour)
+	if !hexColour.MatchString(colour) {
+		colour = "#6b7280"
+	}
+	ink := "#fff"
+	if luminance(colour) > 0.45 {
+		ink = "#111"
+	}
+	return template.HTML(fmt.Sprintf(`<span class="cx" style="background:%s;color:%s" title="commissioning level">%s</span>`,
+		colour, ink, template.HTMLEscapeString(t.Label())))
+}
+
+// luminance is the relative luminance of a #rrggbb colour (WCAG 2).
+func luminance(colour string) float64 {
+	v, _ := strconv.ParseUint(colour[1:], 16, 32)
+	lin := func(c uint64) float64 {
+		f := float64(c) / 255
+		if f <= 0.03928 {
+			return f / 12.92
+		}
+		return math.Pow((f+0.055)/1.055, 2.4)
+	}
+	return 0.2126*lin(v>>16&0xff) + 0.7152*lin(v>>8&0xff) + 0.0722*lin(v&0xff)
+}
+
+// contractSig is a party's signature on the contracts in words: signed
+// with the key and date, stale (over an earlier version), invalid, or
+// missing.
+func contractSig(s *plan.Signature) template.HTML {
+	if s == nil {
+		return ""
+	}
+	words := map[string]string{"signed": "signed", "stale": "stale: signed an earlier version", "invalid": "invalid: the signature does not hold", "missing": "missing: not signed"}[s.Status]
+	if words == "" {
+		words = s.Status
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<span class="sig sig-%s">%s</span>`, anchor(s.Status), template.HTMLEscapeString(words))
+	if s.Key != "" {
+		fmt.Fprintf(&b, `<br>key <span class="digest">%s</span>`, template.HTMLEscapeString(s.Key))
+	}
+	if s.SignedAt != "" {
+		fmt.Fprintf(&b, `<br>on %s`, template.HTMLEscapeString(s.SignedAt))
+	}
+	return template.HTML(b.String())
+}
+
+// sideWords says which side of its boundary a party signs for.
+func sideWords(side, boundary string) string {
+	switch side {
+	case SideOther:
+		return "party to " + boundary
+	case "":
+		return ""
+	}
+	return side + " of " + boundary
+}
 
 type htmlPage struct {
 	Title   string
@@ -55,6 +125,8 @@ type htmlPage struct {
 	// interconnection summary.
 	Grid        []htmlGrid
 	GridSummary *GridSummary
+	// Levels count the cases per commissioning level, beside Tallies.
+	Levels []LevelGroup
 }
 
 type tally struct {
@@ -139,7 +211,8 @@ func HTML(w io.Writer, r *Run) error {
 			{"module", Tally(r.Cases, func(c *Case) string { return c.Module })},
 			{"boundary", Tally(r.Cases, func(c *Case) string { return c.Boundary })},
 		},
-		Plots: make([]*htmlPlot, len(r.Cases)),
+		Plots:  make([]*htmlPlot, len(r.Cases)),
+		Levels: r.LevelTally(),
 	}
 	for i := range r.Cases {
 		c := &r.Cases[i]

@@ -16,8 +16,10 @@ import (
 // The page says things in words: a simulated run's title (which the
 // PDF keeps as its Title) starts with SIMULATED and its start and
 // finish say they are the simulated site's time; a coverage status is
-// words, never not_at_level; case ids and clause paths break only
-// after a dot. A run on a real site says none of the simulated words.
+// words, never not_at_level; so are a case's commissioning level and a
+// party's signature on the contracts; case ids and clause paths break
+// only after a dot. A run on a real site says none of the simulated
+// words.
 func TestHTMLSaysItInWords(t *testing.T) {
 	var sim *Run
 	for _, r := range excursionReports(t) {
@@ -64,6 +66,20 @@ func TestHTMLSaysItInWords(t *testing.T) {
 			}
 			require.NotZero(t, n, "a clause proved at another level")
 			assert.Equal(t, n, strings.Count(text, "not at this level"), "each such clause says so in words")
+
+			// each case's commissioning level and each party's signature
+			// on the contracts are words, not codes
+			for _, c := range tt.r.Cases {
+				require.NotEmpty(t, c.Cx.Name, c.ID)
+				assert.Contains(t, text, c.Cx.ID+" "+c.Cx.Name, "%s's level", c.ID)
+			}
+			require.NotEmpty(t, tt.r.Boundaries)
+			for _, b := range tt.r.Boundaries {
+				for _, sig := range b.Signatures {
+					assert.Regexp(t, regexp.QuoteMeta(sideWords(sideOf(b, sig.Party), b.ID))+`\s*`+regexp.QuoteMeta(sig.Party)+`\s*`+sig.Status, text,
+						"%s's signature on %s", sig.Party, b.ID)
+				}
+			}
 
 			for _, c := range tt.r.Cases {
 				for _, id := range []string{c.ID, c.ClausePath} {

@@ -40,13 +40,14 @@ type junitProperty struct {
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-	Skipped   *junitProblem `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	Name       string          `xml:"name,attr"`
+	Classname  string          `xml:"classname,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Failure    *junitProblem   `xml:"failure,omitempty"`
+	Error      *junitProblem   `xml:"error,omitempty"`
+	Skipped    *junitProblem   `xml:"skipped,omitempty"`
+	SystemOut  string          `xml:"system-out,omitempty"`
 }
 
 type junitProblem struct {
@@ -126,6 +127,9 @@ func junitProps(r *Run) []junitProperty {
 
 func junitCaseOf(c *Case) junitCase {
 	jc := junitCase{Name: c.ID, Classname: c.Module + "." + c.Boundary, Time: seconds(c.Duration())}
+	if c.Cx.ID != "" {
+		jc.Properties = []junitProperty{{"commissioning_level", c.Cx.ID}, {"commissioning_level_name", c.Cx.Name}}
+	}
 	var lines []string
 	for _, k := range c.Checks {
 		lines = append(lines, fmt.Sprintf("%s %s %s: %s", k.Verdict, k.ID, k.Channel, k.Detail))

@@ -93,10 +93,20 @@ func Load(dir string, opt Options) (*Run, error) {
 		res = fromJournal(rep)
 	}
 	run := newRun(dir, rep, res)
+	run.Commissioning, run.Boundaries = rep.Plan.CommissioningRules(), rep.Plan.Boundaries
+	planned := map[string]*plan.Case{}
+	for i := range rep.Plan.Cases {
+		planned[rep.Plan.Cases[i].ID] = &rep.Plan.Cases[i]
+	}
 	audited := rep.Counting()
 	for _, rc := range res.Cases {
 		ac := audited[rc.ID]
 		c := caseView(rc, rep.Plan, ac)
+		pc := planned[rc.ID]
+		if pc == nil {
+			pc = &plan.Case{Level: rc.Level, Kind: rc.Kind}
+		}
+		c.Cx = cxTag(run.Commissioning, run.Commissioning.LevelOf(pc))
 		if slices.Contains(rep.FailedByCapture, rc.ID) {
 			c.Verdict = string(grade.Fail) // its capture's mask, graded by the audit: rc.Reason says which
 		}

@@ -35,6 +35,7 @@ func Markdown(w io.Writer, r *Run) error {
 		level, module, _ := strings.Cut(g.Name, "\x00")
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d |\n", level, module, g.Pass, g.Fail, g.Error, g.Aborted+g.Skipped)
 	}
+	writeLevels(&b, r)
 	writeNotPassed(&b, r)
 	writeCaptures(&b, r)
 	fmt.Fprintf(&b, "\n<sub>sat %s · plan `%s` · `sat report %s`</sub>\n", r.ToolVersion, short(r.PlanDigest), r.Dir)
@@ -100,6 +101,19 @@ func writeNotPassed(b *strings.Builder, r *Run) {
 	b.WriteString("| case | verdict | check | measured | limit | detail |\n| --- | --- | --- | ---: | ---: | --- |\n")
 	b.WriteString(strings.Join(rows, "\n"))
 	b.WriteString("\n\n</details>\n")
+}
+
+// writeLevels counts the cases of each commissioning level that passed.
+func writeLevels(b *strings.Builder, r *Run) {
+	groups := r.LevelTally()
+	if len(groups) == 0 {
+		return
+	}
+	var parts []string
+	for _, g := range groups {
+		parts = append(parts, fmt.Sprintf("%s %d of %d passed", g.Label(), g.Pass, g.Total()))
+	}
+	fmt.Fprintf(b, "\nBy commissioning level: %s.\n", strings.Join(parts, "; "))
 }
 
 // writeCaptures lists the analysers' captures and their verdicts.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seamdc/seam/internal/plan"
 	"github.com/seamdc/seam/internal/results"
 )
 
@@ -77,6 +78,14 @@ type Run struct {
 	// sampled, each limit and margin, and their plots (grid.go). The
 	// interconnection summary (GridSummary) is made from them.
 	Grid []GridCase
+	// Commissioning are the plan's commissioning rules (the defaults for
+	// a plan compiled before plans carried them): each case's tag, the
+	// levels the summary counts.
+	Commissioning *plan.Commissioning
+	// Boundaries are the boundaries the plan tests, with their parties
+	// and signatures on the contracts (none in an older plan): the
+	// sign-off names each party.
+	Boundaries []plan.Boundary
 }
 
 // SignOff is a signed amendment: who signed in what role, when, with
@@ -119,13 +128,32 @@ func (r *Run) Good() bool { return r.OK() && r.Outcome == "passed" }
 
 // Signer is a row of the paper sign-off: a role, the person named for it
 // where the evidence knows them, and the key of a signed sign-off for
-// that role.
-type Signer struct{ Role, Name, Key string }
+// that role. A party of a boundary the plan tests has its row too: the
+// party (Organisation), the boundary, its side of it and its signature
+// on the contracts the plan was compiled from.
+type Signer struct {
+	Role, Name, Key string
+	Organisation    string
+	Boundary        string
+	Side            string          // supplier, consumer, both or other
+	Contract        *plan.Signature // nil for the run's own rows
+}
+
+// Sides of a boundary a party signs for.
+const (
+	SideSupplier = "supplier"
+	SideConsumer = "consumer"
+	SideBoth     = "supplier and consumer"
+	SideOther    = "other"
+)
 
 // Signers are the sign-off rows: the operator who ran the plan, the
 // witness and the accepting engineer (named, and their keys given, when
-// they signed in the evidence with sat sign-off), then the parties who
-// sign on paper.
+// they signed in the evidence with sat sign-off), the owner, then every
+// party of every boundary the plan tests with its signature on the
+// contracts. A plan that does not record its boundaries (compiled
+// before plans kept them) gets the generic supplier's and consumer's
+// vendor rows instead.
 func (r *Run) Signers() []Signer {
 	rows := []Signer{{Role: "operator", Name: r.Operator}}
 	for _, role := range []string{"witness", "acceptance"} {
@@ -139,10 +167,34 @@ func (r *Run) Signers() []Signer {
 			rows = append(rows, Signer{Role: roleName(role), Name: r.witnessNames(role)})
 		}
 	}
-	for _, role := range []string{"owner", "supplier's vendor", "consumer's vendor"} {
-		rows = append(rows, Signer{Role: role})
+	rows = append(rows, Signer{Role: "owner"})
+	if len(r.Boundaries) == 0 {
+		return append(rows, Signer{Role: "supplier's vendor"}, Signer{Role: "consumer's vendor"})
+	}
+	for _, b := range r.Boundaries {
+		for i := range b.Signatures {
+			s := &b.Signatures[i]
+			side := sideOf(b, s.Party)
+			rows = append(rows, Signer{Role: side, Organisation: s.Party, Boundary: b.ID, Side: side, Contract: s})
+		}
 	}
 	return rows
+}
+
+// sideOf is the side of boundary b that party signs for: the vendor of
+// its supplier or consumer module, or another party the boundary lists
+// (the site's operator on a grid boundary, whose consumer is the site).
+func sideOf(b plan.Boundary, party string) string {
+	sup, con := party == b.Supplier.Party, party == b.Consumer.Party
+	switch {
+	case sup && con:
+		return SideBoth
+	case sup:
+		return SideSupplier
+	case con:
+		return SideConsumer
+	}
+	return SideOther
 }
 
 func roleName(role string) string {
@@ -189,6 +241,60 @@ type Case struct {
 	Attempt, Attempts int
 	Retry             string // who signed the retry amendment shown, if it is one
 	Earlier           []Attempt
+	// Cx is the case's commissioning level as the site tags it.
+	Cx CxTag
+}
+
+// CxTag is a commissioning level as reports show it: its id, the
+// site's name for it and the tag's colour (#rrggbb).
+type CxTag struct{ ID, Name, Colour string }
+
+// Label is the tag's text: "L3 functional".
+func (t CxTag) Label() string {
+	if t.ID == "" {
+		return "no level"
+	}
+	return strings.TrimSpace(t.ID + " " + t.Name)
+}
+
+// cxTag is the tag of level id under the rules cx; a level the rules do
+// not declare keeps its id, grey.
+func cxTag(cx *plan.Commissioning, id string) CxTag {
+	if l, ok := cx.Level(id); ok {
+		return CxTag{ID: l.ID, Name: l.Name, Colour: l.Colour}
+	}
+	return CxTag{ID: id, Colour: "#6b7280"}
+}
+
+// LevelGroup is the tally of the cases of one commissioning level.
+type LevelGroup struct {
+	CxTag
+	Counts
+}
+
+// LevelTally counts the cases per commissioning level, in the order of
+// the plan's levels, then any case of a level the plan does not declare;
+// a level without cases is left out.
+func (r *Run) LevelTally() []LevelGroup {
+	var out []LevelGroup
+	at := map[string]int{}
+	if r.Commissioning != nil {
+		for _, l := range r.Commissioning.Levels {
+			at[l.ID] = len(out)
+			out = append(out, LevelGroup{CxTag: CxTag{ID: l.ID, Name: l.Name, Colour: l.Colour}})
+		}
+	}
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		j, ok := at[c.Cx.ID]
+		if !ok {
+			j = len(out)
+			at[c.Cx.ID] = j
+			out = append(out, LevelGroup{CxTag: c.Cx})
+		}
+		out[j].Add(c.Verdict)
+	}
+	return slices.DeleteFunc(out, func(g LevelGroup) bool { return g.Total() == 0 })
 }
 
 // Attempt is an earlier attempt of a case.

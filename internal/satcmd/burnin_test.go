@@ -68,7 +68,7 @@ func commissionedStore(t *testing.T) (string, string) {
   "allowed_signers_file": "allowed_signers",
   "evidence_keys_file": "` + rigPub + `",
   "roles": {
-    "admin": {"may": ["access", "release-any-hold", "asbuilt", "holds"],
+    "admin": {"may": ["access", "release-any-hold", "asbuilt", "holds", "issues"],
       "transitions": ["design>built", "built>integrated", "integrated>shipped", "shipped>installed", "installed>commissioned", "commissioned>provisioned"]}
   },
   "members": {"ssh:ops": {"roles": ["admin"]}}

@@ -109,6 +109,9 @@ func (h *RunHook) After(dir string, exit int, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sat run: lifecycle: %v\n", err)
 		return cli.ExitTool
 	}
+	if !h.record(ctx, s, dir, stdout, stderr) && h.commission {
+		return cli.ExitTool
+	}
 	if !h.commission || !o.Ready {
 		fmt.Fprintln(stdout, OfferText(o))
 		if h.commission && exit == cli.ExitOK {
@@ -129,4 +132,22 @@ func (h *RunHook) After(dir string, exit int, stdout, stderr io.Writer) int {
 		return ExitConflict
 	}
 	return cli.ExitTool
+}
+
+// record opens the run's issues in the store's log, when a key (or the
+// database role) says who: every failed case an issue. It reports
+// whether the bundle is recorded.
+func (h *RunHook) record(ctx context.Context, s *lifecycle.Store, dir string, stdout, stderr io.Writer) bool {
+	a, err := h.c.auth()
+	if err != nil {
+		fmt.Fprintf(stdout, "lifecycle: the run's issues are not recorded (no --lifecycle-key): sat issues open --from %s --store %s --key KEY\n", dir, h.c.store)
+		return false
+	}
+	recs, err := s.RecordBundle(ctx, a, dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "sat run: lifecycle: the run's issues are not recorded: %v\n", err)
+		return false
+	}
+	PrintRecorded(stdout, recs)
+	return true
 }
