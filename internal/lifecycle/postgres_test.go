@@ -219,5 +219,5 @@ func testSchemasAgree(t *testing.T, e *engine) {
 		"SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT LIKE '%_pkey'")
 	assert.Equal(t, a, b)
 	assert.Len(t, a["events"], 19)
-	assert.Equal(t, 4, lifecycle.SchemaVersion())
+	assert.Equal(t, 5, lifecycle.SchemaVersion())
 }

@@ -817,7 +817,7 @@ func undoLedger(t *testing.T, e *engine, s *lifecycle.Store, holds []legacyHold)
 	if e.name == lifecycle.Postgres {
 		collate = ` COLLATE "C"`
 	}
-	for _, q := range []string{"DROP TABLE stamps", "DROP TABLE seals", "ALTER TABLE events DROP COLUMN hash", "DELETE FROM seam_schema WHERE version = 4", "DROP TABLE ledger_nodes", "DROP TABLE ledger_fence", "DROP TABLE holds",
+	for _, q := range []string{"DROP INDEX events_kind", "DELETE FROM seam_schema WHERE version = 5", "DROP TABLE stamps", "DROP TABLE seals", "ALTER TABLE events DROP COLUMN hash", "DELETE FROM seam_schema WHERE version = 4", "DROP TABLE ledger_nodes", "DROP TABLE ledger_fence", "DROP TABLE holds",
 		"CREATE TABLE holds (node TEXT" + collate + " NOT NULL, kind TEXT NOT NULL, owner TEXT NOT NULL, reason TEXT NOT NULL, since BIGINT NOT NULL, event BIGINT NOT NULL, PRIMARY KEY (node, kind, owner))",
 		"DELETE FROM seam_schema WHERE version = 3"} {
 		_, err := s.DB().ExecContext(ctx, q)
