@@ -35,23 +35,9 @@ type SATProof struct {
 // an error that says why not.
 func VerifySAT(dir string, trusted []ssh.PublicKey, site, module string) (SATProof, error) {
 	p := SATProof{Dir: dir}
-	if len(trusted) == 0 {
-		return p, fmt.Errorf("the store's access policy names no evidence keys (evidence_keys): no signature on a bundle can count")
-	}
-	rep, err := evidence.Verify(dir, trusted)
+	rep, err := verifiedBundle(dir, trusted, site)
 	if err != nil {
-		return p, fmt.Errorf("sat verify --trust does not accept %s: %w", dir, err)
-	}
-	if !rep.OK() {
-		all := rep.All()
-		more := ""
-		if len(all) > 3 {
-			all, more = all[:3], fmt.Sprintf(" (and %d more)", len(rep.All())-3)
-		}
-		return p, fmt.Errorf("sat verify --trust does not accept %s: %s%s", dir, strings.Join(all, "; "), more)
-	}
-	if !rep.Complete || rep.Manifest == nil || rep.Results == nil {
-		return p, fmt.Errorf("%s is not a finished run (no run end, manifest or results)", dir)
+		return p, err
 	}
 	res := rep.Results
 	p.Bundle, p.Manifest, p.SignedBy = rep.Bundle, rep.ManifestDigest, rep.SignedBy
@@ -59,8 +45,6 @@ func VerifySAT(dir string, trusted []ssh.PublicKey, site, module string) (SATPro
 	switch {
 	case res.Plan.Level != "sat":
 		return p, fmt.Errorf("%s is a %s run, not a site acceptance test (sat)", dir, res.Plan.Level)
-	case res.Plan.Site != site:
-		return p, fmt.Errorf("%s is a run of site %q, not of this store's site %q", dir, res.Plan.Site, site)
 	case res.Plan.Module != "" && res.Plan.Module != module:
 		return p, fmt.Errorf("%s is the SAT of module %s, not of %s", dir, res.Plan.Module, orNone(module))
 	case res.Outcome != results.Passed:
@@ -75,6 +59,33 @@ func VerifySAT(dir string, trusted []ssh.PublicKey, site, module string) (SATPro
 		}
 	}
 	return p, nil
+}
+
+// verifiedBundle audits dir and refuses it unless it verifies, signed
+// by one of trusted, as a finished run of site (its error says why).
+func verifiedBundle(dir string, trusted []ssh.PublicKey, site string) (*evidence.Report, error) {
+	if len(trusted) == 0 {
+		return nil, fmt.Errorf("the store's access policy names no evidence keys (evidence_keys): no signature on a bundle can count")
+	}
+	rep, err := evidence.Verify(dir, trusted)
+	if err != nil {
+		return nil, fmt.Errorf("sat verify --trust does not accept %s: %w", dir, err)
+	}
+	if !rep.OK() {
+		all := rep.All()
+		more := ""
+		if len(all) > 3 {
+			all, more = all[:3], fmt.Sprintf(" (and %d more)", len(rep.All())-3)
+		}
+		return nil, fmt.Errorf("sat verify --trust does not accept %s: %s%s", dir, strings.Join(all, "; "), more)
+	}
+	switch {
+	case !rep.Complete || rep.Manifest == nil || rep.Results == nil || rep.Plan == nil:
+		return nil, fmt.Errorf("%s is not a finished run (no run end, manifest, results or plan)", dir)
+	case rep.Results.Plan.Site != site:
+		return nil, fmt.Errorf("%s is a run of site %q, not of this store's site %q", dir, rep.Results.Plan.Site, site)
+	}
+	return rep, nil
 }
 
 // bundleModule is the module of the plan a bundle ran, read from its

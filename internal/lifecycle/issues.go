@@ -286,9 +286,9 @@ func (s *Store) RecordBundle(ctx context.Context, a Auth, dir string) ([]Recorde
 	if err != nil {
 		return nil, err
 	}
-	rep, err := verifiedBundle(dir, pv.P, si.Site)
+	rep, err := verifiedBundle(dir, pv.P.EvidenceKeyList(), si.Site)
 	if err != nil {
-		return nil, err
+		return nil, &EvidenceError{Element: dir, Need: NeedSAT, Detail: err.Error()}
 	}
 	byModule, order := casesByModule(rep)
 	var out []Recorded
@@ -300,37 +300,6 @@ func (s *Store) RecordBundle(ctx context.Context, a Auth, dir string) ([]Recorde
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// verifiedBundle audits dir and refuses it unless it verifies, signed
-// by a trusted key, as a finished run of site.
-func verifiedBundle(dir string, p *Policy, site string) (*evidence.Report, error) {
-	refuse := func(format string, args ...any) error {
-		return &EvidenceError{Element: dir, Need: NeedSAT, Detail: fmt.Sprintf(format, args...)}
-	}
-	trusted := p.EvidenceKeyList()
-	if len(trusted) == 0 {
-		return nil, refuse("the store's access policy names no evidence keys (evidence_keys): no signature on a bundle can count")
-	}
-	rep, err := evidence.Verify(dir, trusted)
-	if err != nil {
-		return nil, refuse("sat verify --trust does not accept it: %v", err)
-	}
-	if !rep.OK() {
-		all := rep.All()
-		more := ""
-		if len(all) > 3 {
-			all, more = all[:3], fmt.Sprintf(" (and %d more)", len(all)-3)
-		}
-		return nil, refuse("sat verify --trust does not accept it: %s%s", strings.Join(all, "; "), more)
-	}
-	switch {
-	case !rep.Complete || rep.Results == nil || rep.Plan == nil:
-		return nil, refuse("not a finished run (no run end, results or plan): finish it with sat run --resume first")
-	case rep.Results.Plan.Site != site:
-		return nil, refuse("a run of site %q, not of this store's site %q", rep.Results.Plan.Site, site)
-	}
-	return rep, nil
 }
 
 // casesByModule groups the bundle's cases (their last attempts) by the
