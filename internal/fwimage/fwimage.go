@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/listen"
 )
 
 // Image is a firmware image the server may serve.
@@ -104,7 +105,7 @@ func New(images []Image, opt Options) (*Server, error) {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	if opt.TLS == nil && !loopback(opt.Listen) {
+	if opt.TLS == nil && !listen.Loopback(opt.Listen) {
 		return nil, fmt.Errorf("image server: listen %s is beyond loopback, where images are served only over TLS: give a certificate and key, or listen on 127.0.0.1", opt.Listen)
 	}
 	s := &Server{opt: opt, images: map[string]Image{}, grants: map[[sha256.Size]byte]*grant{}}
@@ -271,18 +272,4 @@ func checkDigest(im Image) error {
 		return fmt.Errorf("image server: %s (%s) is sha256:%s, not the baseline's %s: the file changed or is another image; it is not served", im.Name, im.Path, got, im.Digest)
 	}
 	return nil
-}
-
-// loopback reports whether a listen address takes connections from
-// this machine only.
-func loopback(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"github.com/seamdc/seam/internal/listen"
 )
 
 // Role is what a token may do.
@@ -103,16 +105,8 @@ func CheckAddr(addr string, configured bool) error {
 	if err != nil {
 		return fmt.Errorf("live view address %q: %w (want HOST:PORT, e.g. 127.0.0.1:8642)", addr, err)
 	}
-	if isLoopback(host) || configured {
+	if listen.LoopbackHost(host) || configured {
 		return nil
 	}
 	return fmt.Errorf("live view address %s is not loopback: anyone who can reach it could watch the run; give --ui-token-file FILE (lines \"operator NAME TOKEN\", \"viewer NAME TOKEN\") to serve it beyond this machine", addr)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -13,6 +13,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/seamdc/seam/internal/listen"
 )
 
 // AuthConfig are the bearer tokens facilityd's doors take, each read
@@ -53,7 +55,7 @@ func (c *Config) checkDoors() []error {
 	if c.TLS != nil && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("tls: cert_file and key_file are both needed"))
 	}
-	if Loopback(c.Listen) {
+	if listen.Loopback(c.Listen) {
 		return errs
 	}
 	var missing []string
@@ -76,20 +78,6 @@ func (c *Config) checkDoors() []error {
 			c.Listen, strings.Join(missing, ", ")))
 	}
 	return errs
-}
-
-// Loopback reports whether a listen address takes connections from
-// this machine only.
-func Loopback(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // token is a bearer token, kept as its digest: compared in constant
