@@ -18,10 +18,21 @@
 // BMCs do (401 to everyone, 404, garbage, a redirect loop, no answer, a
 // Contains loop, busy, a refused power limit or password, a reset under
 // a write), for the tests of whoever walks it.
+//
+// Its UpdateService (update.go) takes firmware by SimpleUpdate (the BMC
+// fetches the image over HTTP or HTTPS) or a multipart push, each
+// followed as a Task of its TaskService (tasks.go) that progresses on
+// the source's clock; the BMC's own firmware, and updates applied on
+// reset, install when the BMC or the system resets, and a BMC's reboot
+// takes time during which it answers nothing. Faults fail an update
+// half-way, stall it, leave the version unchanged, refuse the image,
+// make a reset take minutes, or make the BMC forget its tasks across
+// its reboot.
 package bmc
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -117,7 +128,23 @@ type Config struct {
 	// for LockoutDuration (default 300 s), in the source's time.
 	LockoutThreshold                   int
 	LockoutDuration, LockoutResetAfter time.Duration
-	Log                                *slog.Logger
+	// UpdateDuration is how long a firmware update's task runs, in the
+	// source's time (default 60 s).
+	UpdateDuration time.Duration
+	// ResetDuration is how long a reset takes, the BMC's own reboot
+	// (it answers nothing meanwhile) or the system's (default 30 s);
+	// SlowResetDuration is how long under FaultSlowReset (default 10
+	// min).
+	ResetDuration, SlowResetDuration time.Duration
+	// MaxImageSize is the largest firmware image it takes (default 64
+	// MiB).
+	MaxImageSize int64
+	// ImageClient fetches a SimpleUpdate's image; by default a client
+	// that trusts ImageRootCAs (nil: the system's roots) and gives up
+	// after a minute.
+	ImageClient  *http.Client
+	ImageRootCAs *x509.CertPool
+	Log          *slog.Logger
 }
 
 // BMC is one simulated BMC, an http.Handler.
@@ -141,6 +168,7 @@ type BMC struct {
 	legacy   bool       // Config.Legacy, or SetLimitStyle's
 	units    string     // Config.LimitUnits, or SetLimitStyle's
 	accounts []*account // by id; kept across a Reboot
+	fw       firmware   // updates, tasks, resets (update.go, tasks.go)
 }
 
 // Stats count what a BMC has answered.
@@ -178,9 +206,10 @@ func New(cfg Config, src Source) *BMC {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	cfg.accountDefaults()
+	cfg.updateDefaults()
 	admin := &account{id: "1", user: cfg.User, password: cfg.Password, role: RoleAdministrator, enabled: true}
 	return &BMC{cfg: cfg, src: src, sessions: map[string]*session{}, release: make(chan struct{}), legacy: cfg.Legacy, units: cfg.LimitUnits,
-		accounts: []*account{admin}}
+		accounts: []*account{admin}, fw: newFirmware()}
 }
 
 // Name is the BMC's name.
@@ -232,6 +261,13 @@ func uuidFor(name string) string {
 
 // ServeHTTP answers one request.
 func (b *BMC) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if b.tick() {
+		b.mu.Lock()
+		b.stats.Requests++
+		b.mu.Unlock()
+		hangUp(w) // rebooting: no answer
+		return
+	}
 	b.mu.Lock()
 	b.stats.Requests++
 	if b.busyFor > 0 {

@@ -109,14 +109,22 @@ func (b *BMC) SetBusyFor(n, retryAfter int) {
 	b.busyFor, b.busyWait = n, retryAfter
 }
 
-// Reboot resets the BMC: its sessions end and the node's power limit
-// returns to its default (the allowable maximum, enforced), as a BMC
-// reset or a firmware update leaves it.
+// Reboot resets the BMC at once: its sessions end, its running update
+// tasks are killed, firmware staged for its reset installs, and the
+// node's power limit returns to its default (the allowable maximum,
+// enforced), as a BMC reset or a firmware update leaves it.
 func (b *BMC) Reboot() error {
+	now := b.src.Now()
 	b.mu.Lock()
-	b.sessions = map[string]*session{}
-	b.reboots++
+	b.settle(now)
+	b.rebootLocked(now, 0, b.fault == FaultForgetsTasks)
 	b.mu.Unlock()
+	return b.limitToDefault()
+}
+
+// limitToDefault returns the node's power limit to its default, as a
+// BMC's reset does.
+func (b *BMC) limitToDefault() error {
 	l := b.src.Live().Limit
 	if l == nil {
 		return nil

@@ -28,9 +28,35 @@ const (
 	FaultResetOnPassword = "reset_on_password"
 )
 
+// Firmware update faults (update.go, tasks.go): an update's fate is the
+// fault in force when the BMC accepted it; a reset's, the fault in
+// force when it began (for the reboot a BMC update ends with, when the
+// update was accepted).
+const (
+	// FaultUpdateFails fails an update half-way: its task ends in
+	// Exception at 50 % with ApplyFailed; the component keeps its
+	// firmware.
+	FaultUpdateFails = "update_fails"
+	// FaultSlowReset makes a reset take Config.SlowResetDuration
+	// (minutes) instead of Config.ResetDuration.
+	FaultSlowReset = "slow_reset"
+	// FaultVersionUnchanged completes an update (Completed,
+	// UpdateSuccessful) without changing the version.
+	FaultVersionUnchanged = "version_unchanged"
+	// FaultStuckTask leaves an update's task Running at 40 % for ever
+	// (until cancelled or the BMC resets).
+	FaultStuckTask = "stuck_task"
+	// FaultImageRefused refuses every image: 400 VerificationFailed.
+	FaultImageRefused = "image_refused"
+	// FaultForgetsTasks makes the BMC forget its tasks across its own
+	// reboot: their task monitors answer 404 once it is back.
+	FaultForgetsTasks = "forgets_tasks"
+)
+
 // Faults lists the faults.
 var Faults = []string{FaultUnauthorized, FaultNotFound, FaultGarbage, FaultRedirectLoop, FaultTimeout, FaultBusy, FaultContainsLoop, FaultReadOnly, FaultResetOnWrite,
-	FaultPasswordRefused, FaultResetOnPassword}
+	FaultPasswordRefused, FaultResetOnPassword,
+	FaultUpdateFails, FaultSlowReset, FaultVersionUnchanged, FaultStuckTask, FaultImageRefused, FaultForgetsTasks}
 
 // SetFault puts a fault in force (on) or clears it; one at a time.
 func (b *BMC) SetFault(kind string, on bool) error {

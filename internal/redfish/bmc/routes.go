@@ -17,15 +17,22 @@ func (b *BMC) route(w http.ResponseWriter, r *http.Request, uri string, who call
 		b.stats.Writes++
 		b.mu.Unlock()
 	}
-	if uri == accountServiceURI || strings.HasPrefix(uri, accountServiceURI+"/") {
+	switch {
+	case under(uri, accountServiceURI):
 		b.accountService(w, r, uri, who)
+		return
+	case under(uri, updateServiceURI):
+		b.updateService(w, r, uri, who)
+		return
+	case under(uri, taskServiceURI):
+		b.taskService(w, r, uri, who)
 		return
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		b.get(w, r, uri)
 	case http.MethodPost:
-		b.post(w, r, uri)
+		b.post(w, r, uri, who)
 	case http.MethodPatch:
 		b.patch(w, r, uri)
 	case http.MethodDelete:
@@ -38,6 +45,9 @@ func (b *BMC) route(w http.ResponseWriter, r *http.Request, uri string, who call
 		notAllowed(w, r, "GET, HEAD")
 	}
 }
+
+// under reports whether uri is root or below it.
+func under(uri, root string) bool { return uri == root || strings.HasPrefix(uri, root+"/") }
 
 // writes reports whether a request would change the BMC: a session's
 // login and logout change nothing of what it manages.
@@ -207,13 +217,23 @@ func limitETag(doc map[string]any) string {
 	return fmt.Sprintf(`W/"%016x"`, h.Sum64())
 }
 
-func (b *BMC) post(w http.ResponseWriter, r *http.Request, uri string) {
+// post answers a login, and the system's and the Manager's Reset
+// actions (an Administrator's only).
+func (b *BMC) post(w http.ResponseWriter, r *http.Request, uri string, who caller) {
 	if uri == sessionsURI {
 		b.login(w, r)
 		return
 	}
 	t, err := b.static()
+	if err == nil && t.manager != "" && uri == t.manager+"/Actions/Manager.Reset" {
+		b.managerReset(w, r, who)
+		return
+	}
 	if err == nil && t.system != "" && uri == t.system+"/Actions/ComputerSystem.Reset" {
+		if b.role(who) != RoleAdministrator {
+			forbidden(w)
+			return
+		}
 		var body struct{ ResetType string }
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<14)).Decode(&body); err != nil {
 			writeError(w, http.StatusBadRequest, "MalformedJSON", "The request body submitted was malformed JSON and could not be parsed by the receiving service.",
@@ -223,6 +243,9 @@ func (b *BMC) post(w http.ResponseWriter, r *http.Request, uri string) {
 		if err := b.src.Reset(body.ResetType); err != nil {
 			writeError(w, http.StatusBadRequest, "ActionParameterValueNotInList", err.Error(), "Choose a value from the allowable values.", []string{body.ResetType, "ResetType", "ComputerSystem.Reset"})
 			return
+		}
+		if boots(body.ResetType) {
+			b.hostReset()
 		}
 		w.WriteHeader(http.StatusNoContent)
 		return

@@ -26,6 +26,9 @@ type static struct {
 	cdu     string         // a CDU's CoolingUnit
 	psus    map[string]int // PowerSupply URIs → bay
 	kind    string
+
+	manager  string              // the BMC's Manager ("" where the export gives none)
+	firmware map[string]fwMember // FirmwareInventory members by URI
 }
 
 // build exports a BMC's graph with internal/redfish's Export and keeps
@@ -84,6 +87,7 @@ func build(g *inventory.Graph, name string) (*static, error) {
 	}
 	s.root(name)
 	s.overlays()
+	s.updateOverlays()
 	for uri, doc := range s.docs {
 		b, err := encode(doc)
 		if err != nil {
