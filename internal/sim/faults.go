@@ -42,12 +42,23 @@ const (
 	// without answering.
 	BMCPasswordRefused = "bmc_password_refused"
 	BMCResetOnPassword = "bmc_reset_on_password"
+	// The firmware updates' faults (docs/simulator.md): an update that
+	// fails half-way, a reset that takes minutes, a version unchanged
+	// after a completed update, a task that never ends, an image
+	// refused, tasks forgotten across the BMC's own reboot.
+	BMCUpdateFails      = "bmc_update_fails"
+	BMCSlowReset        = "bmc_slow_reset"
+	BMCVersionUnchanged = "bmc_version_unchanged"
+	BMCStuckTask        = "bmc_stuck_task"
+	BMCImageRefused     = "bmc_image_refused"
+	BMCForgetsTasks     = "bmc_forgets_tasks"
 )
 
 // FaultKinds lists every fault kind.
 var FaultKinds = []string{PumpTrip, FeedLoss, UPSOnBattery, BreakerOpen, ControllerSilent, Leak,
 	DeviceReboot, ModbusException, ModbusTimeout, SNMPGarbled, Stale,
-	BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop, BMCPasswordRefused, BMCResetOnPassword}
+	BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop, BMCPasswordRefused, BMCResetOnPassword,
+	BMCUpdateFails, BMCSlowReset, BMCVersionUnchanged, BMCStuckTask, BMCImageRefused, BMCForgetsTasks}
 
 // targetKind is the element kind each physical fault needs.
 var targetKind = map[string][]string{

@@ -259,4 +259,7 @@ func TestFleetControl(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, "seam simulated BMC", root["Product"])
 	assert.ErrorContains(t, c.Inject(ctx, Fault{Kind: BMCBusy, Target: "bmc-nope"}), `no BMC "bmc-nope"`)
+	// the firmware updates' faults go through the same door
+	require.NoError(t, c.Inject(ctx, Fault{Kind: BMCImageRefused, Target: "bmc-a-r01-n01"}))
+	require.NoError(t, c.Clear(ctx, BMCImageRefused, "bmc-a-r01-n01"))
 }
