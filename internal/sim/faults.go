@@ -225,6 +225,11 @@ func (s *Site) apply(f Fault, on bool) error {
 	if err := s.check(f); err != nil {
 		return err
 	}
+	if _, ok := bmcFaultKinds[f.Kind]; ok {
+		// the BMC takes its own lock; the site's is held, and a BMC's
+		// handlers take the site's only after the BMC's is released
+		return s.bmcFault.BMCFault(f.Kind, f.Target, on)
+	}
 	switch f.Kind {
 	case PumpTrip:
 		s.elements[f.Target].(pumpElem).p.Tripped = on
@@ -247,10 +252,6 @@ func (s *Site) apply(f Fault, on bool) error {
 		}
 	case Leak:
 		s.elements[f.Target].(cduElem).cdu.Leak = on
-	case BMCUnauthorized, BMCNotFound, BMCGarbage, BMCRedirectLoop, BMCTimeout, BMCBusy, BMCContainsLoop, BMCPasswordRefused, BMCResetOnPassword:
-		// the BMC takes its own lock; the site's is held, and a BMC's
-		// handlers take the site's only after the BMC's is released
-		return s.bmcFault.BMCFault(f.Kind, f.Target, on)
 	default:
 		code := f.Code
 		if f.Kind == ModbusException && code == 0 {
