@@ -35,11 +35,17 @@ const printTimeout = 2 * time.Minute
 // a headless browser: A4, the report's own print styles (page breaks,
 // SIMULATED in every page's margin), no browser header or footer.
 func writePDF(browser, html string, stdout io.Writer) error {
+	return printPDF(browser, html, "report.pdf", stdout)
+}
+
+// printPDF prints the page at html to the file name beside it, as
+// writePDF does.
+func printPDF(browser, html, name string, stdout io.Writer) error {
 	abs, err := filepath.Abs(html)
 	if err != nil {
 		return err
 	}
-	pdf := filepath.Join(filepath.Dir(abs), "report.pdf")
+	pdf := filepath.Join(filepath.Dir(abs), name)
 	tmp := pdf + ".tmp"
 	ctx, cancel := context.WithTimeout(context.Background(), printTimeout)
 	defer cancel()

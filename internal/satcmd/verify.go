@@ -15,11 +15,12 @@ import (
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/grade"
+	"github.com/seamdc/seam/internal/record"
 	"github.com/seamdc/seam/internal/tsa"
 )
 
 func init() {
-	register("verify", "check an evidence bundle: chain, samples, files, signatures, verdicts", runVerify).
+	register("verify", "check an evidence bundle (chain, samples, files, signatures, verdicts), or every bundle a handover record names", runVerify).
 		WithExample("sat verify out/run1")
 }
 
@@ -50,17 +51,36 @@ document system). --anchor FILE then finds a bundle that no longer holds
 that record, or holds it rewritten, or is another bundle. Without
 --anchor, verify says up to which record it can prove nothing was cut.
 
-Exit codes: 0 intact, 2 problems found, 1 the bundle cannot be read.`
+Given a handover record (the directory sat record wrote, or its
+record.json) it checks every bundle the record names instead: each must
+be at the directory it was recorded from (a relative one read from the
+current directory, or from --bundles-root DIR; an absolute one by its
+last element there), verify as above, and be the bundle recorded: the
+same id and manifest digest, still holding the journal record it was
+recorded at. A bundle missing, changed, cut back or swapped for another
+is named, with its directory and both digests. record.json.sig, when it
+is there, must verify (by a key of --trust, when given).
+
+Exit codes: 0 intact, 2 problems found, 1 the bundle or record cannot be read.`
 
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("DIR [--trust authorized_keys] [--anchor FILE] [--head-out FILE] [--time-stamp-roots FILE]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("DIR|RECORD [--trust authorized_keys] [--anchor FILE] [--head-out FILE] [--time-stamp-roots FILE] [--bundles-root DIR]", flag.ContinueOnError)
 	trust := fs.String("trust", "", "a file of SSH public keys (authorized_keys format): only their signatures count, and they must cover everything")
 	anchorFile := fs.String("anchor", "", "a head of this bundle kept outside it (what --head-out wrote): the bundle must still hold it, as it was")
 	headOut := fs.String("head-out", "", "write the bundle's head to this file, if it verifies, to keep outside the bundle")
 	stampRoots := fs.String("time-stamp-roots", "", "the PEM root certificate(s) of the time-stamping authority the site trusts: every stamp of a seal must verify against them")
+	bundlesRoot := fs.String("bundles-root", "", "a handover record's bundles are here: a relative recorded directory under it, an absolute one by its last element")
 	pos, err := cli.Parse(fs, args)
 	if err == nil && len(pos) != 1 {
 		err = cli.Usagef("want one evidence directory, got %d arguments", len(pos))
+	}
+	isRec := err == nil && isRecord(pos[0])
+	switch {
+	case err != nil:
+	case isRec && (*anchorFile != "" || *headOut != ""):
+		err = cli.Usagef("--anchor and --head-out are a bundle's: %s is a handover record", pos[0])
+	case !isRec && *bundlesRoot != "":
+		err = cli.Usagef("--bundles-root is for a handover record, and %s is not one", pos[0])
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -90,6 +110,13 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		if roots, err = tsa.ParseRoots("--time-stamp-roots "+*stampRoots, raw); err != nil {
 			return fail(stderr, "verify", fs, err)
 		}
+	}
+	if isRec {
+		code, err := verifyRecord(stdout, dir, record.Options{Trusted: keys, TimeStampRoots: roots, Root: *bundlesRoot})
+		if err != nil {
+			return fail(stderr, "verify", fs, err)
+		}
+		return code
 	}
 	rep, err := evidence.Audit(dir, evidence.AuditOptions{Trusted: keys, Anchor: anchor, TimeStampRoots: roots})
 	if err != nil {
