@@ -400,7 +400,7 @@ func (s *Store) cxBundle(rep *evidence.Report, dir, module string, cases []resul
 	last := lastAttempts(rep)
 	seen := map[string]bool{}
 	for _, c := range cases {
-		pc := planCase(rep.Plan, c.ID)
+		pc := rep.Plan.Case(c.ID)
 		cx := CxCase{ID: c.ID, Kind: c.Kind, Boundary: c.Boundary, Clause: c.Clause.Path, Outcome: string(c.Outcome)}
 		if pc != nil {
 			cx.Level, cx.ClauseDigest = rules.LevelOf(pc), pc.Clause.BoundaryDigest
@@ -436,15 +436,6 @@ func lastAttempts(rep *evidence.Report) map[string]*evidence.AuditCase {
 		out[ac.End.Result.ID] = ac
 	}
 	return out
-}
-
-func planCase(p *plan.Plan, id string) *plan.Case {
-	for i := range p.Cases {
-		if p.Cases[i].ID == id {
-			return &p.Cases[i]
-		}
-	}
-	return nil
 }
 
 // newIssue is the issue a case that did not pass opens.

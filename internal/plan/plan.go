@@ -368,3 +368,13 @@ func (p *Plan) Trains() bool {
 	}
 	return false
 }
+
+// Case is the plan's case of id (nil: none).
+func (p *Plan) Case(id string) *Case {
+	for i := range p.Cases {
+		if p.Cases[i].ID == id {
+			return &p.Cases[i]
+		}
+	}
+	return nil
+}

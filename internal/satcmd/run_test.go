@@ -177,6 +177,7 @@ func TestSimulatedPlansPass(t *testing.T) {
 			assert.Contains(t, vout, "run: finished (manifest present)")
 			assert.Contains(t, vout, "OK: "+out+" is intact")
 			if level == plan.SAT {
+				assert.Regexp(t, `(?m)^levels: L3 functional \d+ passed; L4 performance \d+ passed$`, vout, "verify speaks of levels")
 				tamper(t, out)
 				return
 			}

@@ -255,9 +255,66 @@ func printAudit(w io.Writer, rep *evidence.Report) {
 	if rep.Regraded > 0 {
 		fmt.Fprintf(w, "verdicts: %d checks of %d cases re-graded from the raw samples\n", rep.Checks, rep.Regraded)
 	}
+	if l := levelsLine(rep); l != "" {
+		fmt.Fprintln(w, l)
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+}
+
+// levelsLine counts the results' cases by commissioning level, as the
+// plan tags them: "levels: L3 functional 6 passed; L4 performance 2
+// passed, 1 failed" ("" without results).
+func levelsLine(rep *evidence.Report) string {
+	if rep.Results == nil || rep.Plan == nil {
+		return ""
+	}
+	rules := rep.Plan.CommissioningRules()
+	counts := map[string]map[grade.Outcome]int{}
+	for _, c := range rep.Results.Cases {
+		pc := rep.Plan.Case(c.ID)
+		if pc == nil {
+			continue
+		}
+		l := rules.LevelOf(pc)
+		if counts[l] == nil {
+			counts[l] = map[grade.Outcome]int{}
+		}
+		counts[l][c.Outcome]++
+	}
+	var parts []string
+	for _, lv := range rules.Levels {
+		n := counts[lv.ID]
+		if n == nil {
+			continue
+		}
+		var by []string
+		for _, o := range []grade.Outcome{grade.Pass, grade.Fail, grade.Error, grade.Aborted, grade.Skipped} {
+			if n[o] > 0 {
+				by = append(by, fmt.Sprintf("%d %s", n[o], outcomeWord(o)))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %s", lv.ID, lv.Name, strings.Join(by, ", ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "levels: " + strings.Join(parts, "; ")
+}
+
+func outcomeWord(o grade.Outcome) string {
+	switch o {
+	case grade.Pass:
+		return "passed"
+	case grade.Fail:
+		return "failed"
+	case grade.Error:
+		return "errors"
+	case grade.Aborted:
+		return "aborted"
+	}
+	return "skipped"
 }
 
 // attemptedAgain lists the cases with more than one attempt.
