@@ -94,7 +94,7 @@ BENCH_PKGS := ./internal/clock ./internal/contract ./internal/gridsignal ./inter
 	./internal/probe ./internal/sim ./internal/sim/fleet ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
 	./internal/redfish ./internal/discover ./internal/topology ./internal/domains ./internal/drain ./internal/alarm \
 	./internal/lifecycle ./internal/burnin ./internal/headroom ./internal/drain/kubeha ./internal/drain/facilityd \
-	./internal/capping ./internal/capping/apply ./internal/bmcrotate ./internal/liveview ./internal/comtrade ./internal/netbox ./internal/tsa ./internal/satcmd ./internal/burnin/kubeexec ./internal/scheduler/kubernetes
+	./internal/capping ./internal/capping/apply ./internal/bmcrotate ./internal/liveview ./internal/comtrade ./internal/netbox ./internal/tsa ./internal/satcmd ./internal/burnin/kubeexec ./internal/scheduler/kubernetes ./internal/firmware
 # the served fleet (1,689 and 3,378 BMCs), discovery of 1,000 BMCs, a
 # drain of 10,080 nodes in a real slurmctld, facilityd's memory with
 # 100,224 nodes and the lifecycle store with 100,000 elements (both
