@@ -144,8 +144,11 @@ func testIssues(t *testing.T, e *engine) {
 	assert.Equal(t, dir, mv.Evidence[len(mv.Evidence)-1].Ref)
 	checkOK(t, s)
 
-	// an issue edited behind the store's back
+	// an issue's assignment deleted, or an issue edited, behind the
+	// store's back
 	unguard(t, e, s)
+	sqlExec(t, e, s, "DELETE FROM events WHERE kind = 'issue'")
+	assert.Contains(t, fmt.Sprint(problems(t, s, nil)), "is not what the chain says was written", "a deleted assignment breaks the chain")
 	sqlExec(t, e, s, "UPDATE events SET data = replace(data, 'VoltSkid', 'GPUWorks') WHERE kind = 'commissioning'")
 	got := problems(t, s, nil)
 	assert.Contains(t, fmt.Sprint(got), "its data is not what its signed statement's digest says")
