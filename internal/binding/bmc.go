@@ -34,10 +34,14 @@ const (
 )
 
 // The BMC controls a binding may declare writable (bmcs.writable): a
-// node's power cap, and the BMC's accounts (sat bmc rotate).
+// node's power cap, the BMC's accounts (sat bmc rotate), its firmware
+// (an update by SimpleUpdate or a multipart push) and its resets (the
+// system's, the Manager's or the chassis's, as an update needs).
 const (
 	ControlPowerLimit = "PowerLimit"
 	ControlAccounts   = "Accounts"
+	ControlFirmware   = "Firmware"
+	ControlReset      = "Reset"
 )
 
 // BMCs is a binding's bmcs section: how sat discover reaches the site's

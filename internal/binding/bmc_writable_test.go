@@ -32,7 +32,21 @@ func TestBMCWritable(t *testing.T) {
 	require.Empty(t, diags)
 	assert.NoError(t, b.Writable("bmc-a", ControlPowerLimit))
 	assert.Error(t, b.Writable("bmc-b", ControlPowerLimit), "bmc-b's own list is empty")
-	assert.Error(t, b.Writable("bmc-a", "Reset"), "only what is declared")
+	assert.Error(t, b.Writable("bmc-a", ControlReset), "only what is declared")
+
+	// a firmware rollout's controls: updates everywhere, resets on one BMC
+	fw, diags, err := LoadBMCs(bmcDir(t, `bmcs: {user: "admin", password: "env:P"
+	writable: ["Firmware"]
+	writable_on: {"bmc-b": ["Firmware", "Reset"]}
+	endpoints: {"bmc-a": "127.0.0.1:1", "bmc-b": "127.0.0.1:2"}
+}
+`))
+	require.NoError(t, err)
+	require.Empty(t, diags)
+	assert.NoError(t, fw.Writable("bmc-a", ControlFirmware))
+	assert.Error(t, fw.Writable("bmc-a", ControlReset), "bmc-a may be updated, not reset")
+	assert.Error(t, fw.Writable("bmc-a", ControlPowerLimit), "declaring Firmware declares nothing else")
+	assert.NoError(t, fw.Writable("bmc-b", ControlReset))
 
 	again := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(again, "b.cue"), []byte("package b\n"), 0o644))
@@ -46,7 +60,8 @@ func TestBMCWritable(t *testing.T) {
 
 func TestBMCWritableErrors(t *testing.T) {
 	for _, c := range []struct{ body, rule, msg string }{
-		{`bmcs: {user: "admin", password: "env:P", writable: ["Reset"]}`, "", "writable"},
+		{`bmcs: {user: "admin", password: "env:P", writable: ["Fans"]}`, "", "writable"},
+		{`bmcs: {user: "admin", password: "env:P", writable: ["reset"]}`, "", "writable"},
 		{`bmcs: {user: "admin", password: "env:P", writable_on: {"bmc-z": ["PowerLimit"]}, endpoints: {"bmc-a": "127.0.0.1:1"}}`,
 			RuleBMCWritableOn, `bmcs.writable_on."bmc-z": no BMC "bmc-z" among the endpoints`},
 	} {

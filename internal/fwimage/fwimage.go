@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -175,7 +176,7 @@ func (s *Server) Grant(digest, bmc string) (string, error) {
 	s.grants[sum] = &grant{digest: digest, bmc: bmc, expires: s.opt.Clock.Now().Add(s.opt.TTL)}
 	s.mu.Unlock()
 	s.opt.Log.Info("image granted", "image", im.Name, "digest", digest, "bmc", bmc, "token", tokenID(sum))
-	return s.base + "/images/" + tok, nil
+	return s.base + "/images/" + tok + "/" + filepath.Base(im.Path), nil
 }
 
 // Fetches are the requests for images so far, in order.
@@ -185,12 +186,14 @@ func (s *Server) Fetches() []Fetch {
 	return append([]Fetch(nil), s.fetches...)
 }
 
-// serve answers GET /images/TOKEN: the image, once, before the token
-// expires; 404 for anything else, whatever the reason, so that a
-// prober learns nothing.
+// serve answers GET /images/TOKEN/NAME: the image, once, before the
+// token expires (NAME, the image's file name, is what a BMC shows of
+// the URL in its messages; the token is not); 404 for anything else,
+// whatever the reason, so that a prober learns nothing.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	tok, ok := strings.CutPrefix(r.URL.Path, "/images/")
-	if !ok || tok == "" || strings.Contains(tok, "/") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/images/")
+	tok, name, _ := strings.Cut(rest, "/")
+	if !ok || tok == "" || name == "" || strings.Contains(name, "/") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		http.NotFound(w, r)
 		return
 	}
@@ -198,6 +201,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f := Fetch{At: s.opt.Clock.Now(), Remote: r.RemoteAddr, Token: tokenID(sum), Status: http.StatusNotFound}
 	defer func() { s.record(f) }()
 	g := s.take(sum, f.At, r.Method == http.MethodGet)
+	if g != nil && filepath.Base(s.images[g.digest].Path) != name {
+		g = nil // the token of another image's URL
+	}
 	if g == nil {
 		s.opt.Log.Warn("image refused: no such token, used or expired", "remote", r.RemoteAddr, "token", f.Token)
 		http.NotFound(w, r)

@@ -97,7 +97,9 @@ func TestOneTimeTokens(t *testing.T) {
 	code, _ = get(t, c, late)
 	assert.Equal(t, http.StatusNotFound, code, "an expired token serves nothing")
 
-	tok := url[strings.LastIndex(url, "/")+1:]
+	parts := strings.Split(url, "/")
+	tok := parts[len(parts)-2]
+	assert.Equal(t, "bmc-1.4.2.bin", parts[len(parts)-1], "the URL ends in the image's name, which a BMC shows")
 	forged := strings.Replace(url, tok, strings.Repeat("A", len(tok)), 1)
 	code, _ = get(t, c, forged)
 	assert.Equal(t, http.StatusNotFound, code)

@@ -367,12 +367,19 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// shown is a URL fit for a message: no credentials, no query (a
-// one-time token stays out of the BMC's tasks and logs).
+// shown is a URL fit for a message: no credentials, no query, and of
+// the path only its first and last elements (a one-time token, in the
+// query or in the path between them as seam's image server puts it,
+// stays out of the BMC's tasks and logs).
 func shown(u *url.URL) string {
 	c := *u
-	c.User, c.RawQuery, c.ForceQuery, c.Fragment = nil, "", false, ""
-	return c.String()
+	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawPath = nil, "", false, "", ""
+	elems := strings.Split(strings.TrimPrefix(c.Path, "/"), "/")
+	if len(elems) <= 2 {
+		return c.String()
+	}
+	c.Path = ""
+	return c.String() + "/" + elems[0] + "/…/" + elems[len(elems)-1]
 }
 
 // fetch GETs an image through the configured client; failure is the

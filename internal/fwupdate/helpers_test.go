@@ -1,0 +1,238 @@
+package fwupdate
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stmcginnis/gofish"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seamdc/seam/internal/clock"
+	"github.com/seamdc/seam/internal/contract"
+	"github.com/seamdc/seam/internal/firmware"
+	"github.com/seamdc/seam/internal/fwimage"
+	"github.com/seamdc/seam/internal/inventory"
+	"github.com/seamdc/seam/internal/peer"
+	"github.com/seamdc/seam/internal/redfish/bmc"
+	"github.com/seamdc/seam/internal/redfish/bmchttp"
+	"github.com/seamdc/seam/internal/sim/fleet"
+)
+
+var (
+	exOnce sync.Once
+	exG    *inventory.Graph
+	exErr  error
+)
+
+func exampleFleet(t testing.TB) *fleet.Fleet {
+	t.Helper()
+	exOnce.Do(func() {
+		c, _, err := contract.Load("../../contracts/examples/threemodule")
+		if err == nil {
+			_, err = c.ReadInventory(nil)
+		}
+		if err != nil {
+			exErr = err
+			return
+		}
+		exG, _ = c.Graph()
+	})
+	require.NoError(t, exErr)
+	return fleet.New(exG, fleet.Options{})
+}
+
+// source is compute-03's BMC side, its time the test's clock: the
+// BMC's tasks and reboots move exactly as Apply's waits do.
+type source struct {
+	f    *fleet.Fleet
+	tray *fleet.Tray
+	clk  clock.Clock
+}
+
+func (s *source) Version() uint64                  { return 1 }
+func (s *source) Graph() (*inventory.Graph, error) { return s.f.TrayGraph(s.tray), nil }
+func (s *source) Live() bmc.Live {
+	return bmc.Live{PowerState: "On", PowerW: 5000, Limit: &bmc.Limit{SetPoint: 6400, Min: 2560, Max: 6400, Mode: "Automatic"}}
+}
+func (s *source) SetPowerLimit(*float64, string) error { return nil }
+func (s *source) Reset(string) error                   { return nil }
+func (s *source) Now() time.Time                       { return s.clk.Now() }
+
+const (
+	user, pass = "admin", "seam-sim-bmc"
+	node       = "gpu-a-r01-n03"
+	bmcName    = "bmc-a-r01-n03"
+	biosMember = "/redfish/v1/UpdateService/FirmwareInventory/ma-r01-compute-03-bios"
+	bmcMember  = "/redfish/v1/UpdateService/FirmwareInventory/ma-r01-compute-03-bmc"
+)
+
+var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// world is one simulated BMC on loopback, seam's image server over TLS
+// (the BMC trusts its certificate) with the images of the updates, and
+// the site's time: a Lockstep clock that Apply runs under, so every
+// simulated wait is exact and costs no wall time.
+type world struct {
+	t      testing.TB
+	clk    *clock.Lockstep
+	srv    *bmc.Server
+	images *fwimage.Server
+	roots  *x509.CertPool    // trusts the image server
+	files  map[string]string // component → the image's file
+	sums   map[string]string // component → bare hex sha256
+	access bmchttp.Access
+}
+
+// versions are the images the world serves, by component.
+var versionsTo = map[string]string{"bmc": "25.09-2", "bios": "1.5.0"}
+
+func newWorld(t testing.TB, cfg bmc.Config) *world {
+	t.Helper()
+	clk := clock.NewLockstep(start, nil, 0, nil)
+	t.Cleanup(clk.Close)
+	dir := t.TempDir()
+	crt, key := peer.SelfSigned(t, dir, "images")
+	pair, err := tls.LoadX509KeyPair(crt, key)
+	require.NoError(t, err)
+	pem, err := os.ReadFile(crt)
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(pem))
+
+	w := &world{t: t, clk: clk, roots: roots, files: map[string]string{}, sums: map[string]string{}}
+	var ims []fwimage.Image
+	for comp, v := range versionsTo {
+		data := bmc.MakeImage(comp, v, 16<<10)
+		p := filepath.Join(dir, comp+"-"+v+".bin")
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		sum := sha256.Sum256(data)
+		w.files[comp], w.sums[comp] = p, hex.EncodeToString(sum[:])
+		ims = append(ims, fwimage.Image{Digest: "sha256:" + w.sums[comp], Path: p, Name: comp + " " + v})
+	}
+	w.images, err = fwimage.New(ims, fwimage.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, Clock: clk})
+	require.NoError(t, err)
+	w.images.Serve()
+	t.Cleanup(func() { w.images.Close() })
+
+	f := exampleFleet(t)
+	src := &source{f: f, tray: f.Tray("ma/r01/compute-03"), clk: clk}
+	cfg.Name, cfg.User, cfg.Password, cfg.ImageRootCAs = bmcName, user, pass, roots
+	w.srv, err = bmc.Serve(bmc.New(cfg, src), "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { w.srv.Close() })
+	w.access = bmchttp.Access{User: user, Password: pass, Clock: clk, Timeout: 10 * time.Second}.WithDefaults()
+	return w
+}
+
+// update is the plan's update of component, with a fresh grant; the
+// baseline's targets are those of the example baseline, which the
+// simulated BMC does not have (Apply resolves them by component).
+func (w *world) update(component, apply, reset string) Update {
+	w.t.Helper()
+	uri, err := w.images.Grant("sha256:"+w.sums[component], bmcName)
+	require.NoError(w.t, err)
+	from := map[string]string{"bmc": "25.06-1", "bios": "1.4.2"}[component]
+	u := FromPlan(firmware.Update{Component: component, From: from, To: versionsTo[component], SHA256: w.sums[component],
+		Targets:   []string{"/redfish/v1/UpdateService/FirmwareInventory/" + map[string]string{"bmc": "BMC", "bios": "BIOS"}[component]},
+		ApplyTime: apply, Reset: reset}, uri)
+	u.ImageFile = w.files[component]
+	return u
+}
+
+// options allow both controls, log in through bmchttp, and wait at
+// most the defaults.
+func (w *world) options() Options {
+	client, closeIdle := w.access.Client(nil)
+	w.t.Cleanup(closeIdle)
+	return Options{
+		Login: func(ctx context.Context) (*gofish.APIClient, error) {
+			return w.access.Connect(ctx, client, bmcName, w.srv.URL())
+		},
+		Writable: func(string, string) error { return nil },
+		URL:      w.srv.URL(),
+	}
+}
+
+// run is one Apply under the site's clock: the results, the error,
+// the events and how much site time it took.
+type run struct {
+	results []Result
+	err     error
+	events  []Event
+	took    time.Duration
+}
+
+func (w *world) apply(updates []Update, opt Options) run {
+	w.t.Helper()
+	var r run
+	done := make(chan struct{})
+	t0 := w.clk.Now()
+	w.clk.Go(func() {
+		defer close(done)
+		r.results, r.err = Apply(context.Background(), w.clk, nil, node, bmcName, updates, opt, func(e Event) { r.events = append(r.events, e) })
+	})
+	<-done
+	r.took = w.clk.Now().Sub(t0)
+	return r
+}
+
+// pass lets d of site time go by.
+func (w *world) pass(d time.Duration) {
+	done := make(chan struct{})
+	w.clk.Go(func() {
+		defer close(done)
+		_ = w.clk.Sleep(context.Background(), d)
+	})
+	<-done
+}
+
+// steps are the events' component and step, a run of the same one
+// told once.
+func (r run) steps() []string {
+	var out []string
+	for _, e := range r.events {
+		s := e.Component + " " + e.Step
+		if len(out) == 0 || out[len(out)-1] != s {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// said reports whether an event says what (a part of it).
+func (r run) said(what string) bool {
+	for _, e := range r.events {
+		if strings.Contains(e.What, what) {
+			return true
+		}
+	}
+	return false
+}
+
+// tokenOf is a granted URL's token.
+func tokenOf(u Update) string { _, tok, _ := strings.Cut(u.ImageURI, "/images/"); return tok }
+
+// noSecret fails if a token shows in the run's error or events.
+func noSecret(t *testing.T, r run, us ...Update) {
+	t.Helper()
+	for _, u := range us {
+		tok := tokenOf(u)
+		require.NotEmpty(t, tok)
+		if r.err != nil {
+			require.NotContains(t, r.err.Error(), tok, "the token stays out of errors")
+		}
+		for _, e := range r.events {
+			require.NotContains(t, fmt.Sprint(e), tok, "the token stays out of events")
+		}
+	}
+}
