@@ -58,9 +58,10 @@ func (o *Opened) WriteBinding(dir, control string, scale float64, stepped bool, 
 // writeBMCs writes bmcs.cue beside the binding: the fleet's BMCs as the
 // simulator serves them, their accounts in a secrets file beside it
 // (bmc-secrets.json: each BMC's, and a "*" entry for a tray a defect
-// adds later), and the power limit and the accounts declared writable
-// (a simulated site is where caps and rotations are tried: sat cap,
-// facilityd's reconciler, sat bmc rotate); nothing when the site has no
+// adds later), and the power limit, the accounts, the firmware and the
+// resets declared writable (a simulated site is where caps, rotations
+// and firmware rollouts are tried: sat cap, facilityd's reconciler, sat
+// bmc rotate, a firmware update); nothing when the site has no
 // fleet. A compute tray's BMC names a standby account (StandbyUser), so
 // that sat bmc rotate uses the two-account scheme there and the
 // one-account scheme on the others.
@@ -83,7 +84,7 @@ func (o *Opened) writeBMCs(dir string) error {
 	if err := f.Save(); err != nil {
 		return err
 	}
-	bm.WritableControls = []string{binding.ControlPowerLimit, binding.ControlAccounts}
+	bm.WritableControls = []string{binding.ControlPowerLimit, binding.ControlAccounts, binding.ControlFirmware, binding.ControlReset}
 	return os.WriteFile(filepath.Join(dir, "bmcs.cue"), binding.MarshalBMCs(bm, "binding"), 0o644)
 }
 
