@@ -161,14 +161,18 @@ func (s *static) updateOverlays() {
 		doc["Updateable"] = true
 		doc["ResetRequiredOnUpdate"] = c == "bmc"
 		doc["Status"] = map[string]any{"State": "Enabled", "Health": "OK"}
+		// related to the tray's chassis (where sat discover files the
+		// version), and the BMC's firmware to its Manager, the BIOS to
+		// its system too
+		items, _ := doc["RelatedItem"].([]any)
 		switch {
 		case c == "bmc" && s.manager != "":
-			doc["RelatedItem"] = []any{ref(s.manager)}
+			items = append(items, ref(s.manager))
 		case c == "bios" && s.system != "":
-			doc["RelatedItem"] = []any{ref(s.system)}
+			items = append(items, ref(s.system))
 		}
-		if items, ok := doc["RelatedItem"].([]any); ok {
-			doc["RelatedItem@odata.count"] = len(items)
+		if items != nil {
+			doc["RelatedItem"], doc["RelatedItem@odata.count"] = items, len(items)
 		}
 	}
 	if m := s.docs[s.manager]; m != nil {

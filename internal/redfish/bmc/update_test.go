@@ -159,7 +159,12 @@ func TestFirmwareInventory(t *testing.T) {
 		assert.Equal(t, tc.component, doc["SoftwareId"])
 		assert.Equal(t, true, doc["Updateable"])
 		assert.Equal(t, "Enabled", doc["Status"].(map[string]any)["State"])
-		assert.Equal(t, tc.related, doc["RelatedItem"].([]any)[0].(map[string]any)["@odata.id"], tc.component)
+		var related []any
+		for _, r := range doc["RelatedItem"].([]any) {
+			related = append(related, r.(map[string]any)["@odata.id"])
+		}
+		assert.Equal(t, "/redfish/v1/Chassis/ma-r01-compute-03", related[0], "%s: the tray's chassis first (sat discover files the version there)", tc.component)
+		assert.Contains(t, related, tc.related, tc.component)
 	}
 
 	_, us := c.do(http.MethodGet, updateSvc, nil)
