@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seamdc/seam/internal/clock"
-	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/firmware"
 	"github.com/seamdc/seam/internal/fwimage"
 	"github.com/seamdc/seam/internal/inventory"
@@ -26,30 +24,10 @@ import (
 	"github.com/seamdc/seam/internal/redfish/bmc"
 	"github.com/seamdc/seam/internal/redfish/bmchttp"
 	"github.com/seamdc/seam/internal/sim/fleet"
+	"github.com/seamdc/seam/internal/sim/fleet/fleettest"
 )
 
-var (
-	exOnce sync.Once
-	exG    *inventory.Graph
-	exErr  error
-)
-
-func exampleFleet(t testing.TB) *fleet.Fleet {
-	t.Helper()
-	exOnce.Do(func() {
-		c, _, err := contract.Load("../../contracts/examples/threemodule")
-		if err == nil {
-			_, err = c.ReadInventory(nil)
-		}
-		if err != nil {
-			exErr = err
-			return
-		}
-		exG, _ = c.Graph()
-	})
-	require.NoError(t, exErr)
-	return fleet.New(exG, fleet.Options{})
-}
+func exampleFleet(t testing.TB) *fleet.Fleet { return fleettest.Example(t) }
 
 // source is compute-03's BMC side, its time the test's clock: the
 // BMC's tasks and reboots move exactly as Apply's waits do.

@@ -17,35 +17,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seamdc/seam/internal/contract"
 	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/peer"
 	"github.com/seamdc/seam/internal/redfish/bmc"
 	"github.com/seamdc/seam/internal/sim/fleet"
+	"github.com/seamdc/seam/internal/sim/fleet/fleettest"
 )
 
-var (
-	exOnce sync.Once
-	exG    *inventory.Graph
-	exErr  error
-)
-
-func exampleFleet(t testing.TB) *fleet.Fleet {
-	t.Helper()
-	exOnce.Do(func() {
-		c, _, err := contract.Load("../../../contracts/examples/threemodule")
-		if err == nil {
-			_, err = c.ReadInventory(nil)
-		}
-		if err != nil {
-			exErr = err
-			return
-		}
-		exG, _ = c.Graph()
-	})
-	require.NoError(t, exErr)
-	return fleet.New(exG, fleet.Options{})
-}
+func exampleFleet(t testing.TB) *fleet.Fleet { return fleettest.Example(t) }
 
 // source serves one tray of the example fleet, with a power limit it
 // records.
