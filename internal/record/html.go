@@ -14,6 +14,7 @@ import (
 
 	"github.com/seamdc/seam/internal/grade"
 	"github.com/seamdc/seam/internal/plan"
+	"github.com/seamdc/seam/internal/report"
 )
 
 //go:embed tmpl/record.html tmpl/record.css
@@ -25,7 +26,7 @@ var page = template.Must(template.New("record.html").Funcs(template.FuncMap{
 	"verdict": verdict,
 	"counts":  counts,
 	"join":    strings.Join,
-	"sig":     contractSig,
+	"sig":     func(s plan.Signature) template.HTML { return report.SignatureHTML(&s) },
 	"anchor":  anchor,
 	"gate":    gateWord,
 	"open":    openWords,
@@ -198,23 +199,6 @@ func openWords(open map[string][]string) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-// contractSig is a party's signature on a contract in words.
-func contractSig(s plan.Signature) template.HTML {
-	words := map[string]string{"signed": "signed", "stale": "stale: signed an earlier version", "invalid": "invalid: the signature does not hold", "missing": "missing: not signed"}[s.Status]
-	if words == "" {
-		words = s.Status
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<span class="sig sig-%s">%s</span>`, anchor(s.Status), template.HTMLEscapeString(words))
-	if s.Key != "" {
-		fmt.Fprintf(&b, `<br>key <span class="digest">%s</span>`, template.HTMLEscapeString(s.Key))
-	}
-	if s.SignedAt != "" {
-		fmt.Fprintf(&b, `<br>on %s`, template.HTMLEscapeString(s.SignedAt))
-	}
-	return template.HTML(b.String())
 }
 
 var notAnchor = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)

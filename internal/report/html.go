@@ -41,7 +41,7 @@ var htmlTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
 		return strings.TrimSpace(strconv.FormatFloat(*a.Value, 'g', 4, 64) + " " + a.Unit)
 	},
 	"cxtag":       cxTagHTML,
-	"contractSig": contractSig,
+	"contractSig": SignatureHTML,
 	"sideOf":      sideWords,
 }).ParseFS(tmplFS, "tmpl/report.html"))
 
@@ -77,10 +77,11 @@ func luminance(colour string) float64 {
 	return 0.2126*lin(v>>16&0xff) + 0.7152*lin(v>>8&0xff) + 0.0722*lin(v&0xff)
 }
 
-// contractSig is a party's signature on the contracts in words: signed
-// with the key and date, stale (over an earlier version), invalid, or
-// missing.
-func contractSig(s *plan.Signature) template.HTML {
+// SignatureHTML is a party's signature on the contracts in words:
+// signed with the key and date, stale (over an earlier version),
+// invalid, or missing (the report's sign-off page and the handover
+// record say it alike).
+func SignatureHTML(s *plan.Signature) template.HTML {
 	if s == nil {
 		return ""
 	}

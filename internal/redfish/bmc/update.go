@@ -1,8 +1,7 @@
 package bmc
 
 import (
-	"bytes"
-	"context"
+	"cmp"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"maps"
 	"mime"
 	"net/http"
-	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -85,55 +83,6 @@ func (c *Config) updateDefaults() {
 		c.ImageClient = &http.Client{Timeout: time.Minute,
 			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.ImageRootCAs, MinVersion: tls.VersionTLS12}}}
 	}
-}
-
-// imageFormat names the simulator's firmware image format.
-const imageFormat = "seam-simulated-firmware/1"
-
-// Image is what a simulated firmware image says it is. The format: one
-// line of JSON, {"format": "seam-simulated-firmware/1", "component":
-// "bmc", "version": "1.2.3"}, a newline, then any bytes (padding to a
-// realistic size; a digest of the image covers them). Component is a
-// FirmwareInventory member's SoftwareId (bios, bmc, gpu, …): a BMC
-// refuses an image for another component.
-type Image struct {
-	Component string `json:"component"`
-	Version   string `json:"version"`
-}
-
-type imageHeader struct {
-	Format string `json:"format"`
-	Image
-}
-
-// MakeImage is a simulated firmware image of component at version,
-// padded with zeros to size bytes (if it is shorter).
-func MakeImage(component, version string, size int) []byte {
-	head, _ := json.Marshal(imageHeader{Format: imageFormat, Image: Image{Component: component, Version: version}})
-	out := append(head, '\n')
-	if pad := size - len(out); pad > 0 {
-		out = append(out, make([]byte, pad)...)
-	}
-	return out
-}
-
-// ReadImage reads a simulated firmware image's header.
-func ReadImage(b []byte) (Image, error) {
-	n := bytes.IndexByte(b[:min(len(b), 4096)], '\n')
-	if n < 0 {
-		return Image{}, errors.New("not a simulated firmware image: no header line in its first 4096 bytes")
-	}
-	var h imageHeader
-	if err := json.Unmarshal(b[:n], &h); err != nil {
-		return Image{}, fmt.Errorf("not a simulated firmware image: its header: %w", err)
-	}
-	switch {
-	case h.Format != imageFormat:
-		return Image{}, fmt.Errorf("not a simulated firmware image: format %q, want %q", h.Format, imageFormat)
-	case h.Component == "" || h.Version == "":
-		return Image{}, errors.New("not a simulated firmware image: its header names no component or no version")
-	}
-	return h.Image, nil
 }
 
 // fwMember is one FirmwareInventory member: its id and SoftwareId.
@@ -340,90 +289,6 @@ func (b *BMC) simpleUpdate(w http.ResponseWriter, r *http.Request, t *static, wh
 	b.answer(w, b.begin(t, simpleUpdateURI, name, img, apply, targets))
 }
 
-// imageURL is where SimpleUpdate fetches from: ImageURI's own scheme
-// (http or https), else TransferProtocol's (HTTP by default).
-func imageURL(w http.ResponseWriter, raw, proto string) (*url.URL, bool) {
-	if proto != "" && proto != "HTTP" && proto != "HTTPS" {
-		writeMsg(w, http.StatusBadRequest, withResolution(regMsg("Base.1.5.0.PropertyValueNotInList", proto, "TransferProtocol"),
-			"This BMC fetches images over HTTP or HTTPS."))
-		return nil, false
-	}
-	if !strings.Contains(raw, "://") {
-		raw = strings.ToLower(cmpOr(proto, "HTTP")) + "://" + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		scheme := ""
-		if u != nil {
-			scheme = u.Scheme
-		}
-		writeMsg(w, http.StatusBadRequest, withResolution(regMsg("Base.1.5.0.PropertyValueNotInList", scheme, "ImageURI"),
-			"ImageURI must be an http or https URL with a host."))
-		return nil, false
-	}
-	return u, true
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// shown is a URL fit for a message: no credentials, no query, and of
-// the path only its first and last elements (a one-time token, in the
-// query or in the path between them as seam's image server puts it,
-// stays out of the BMC's tasks and logs).
-func shown(u *url.URL) string {
-	c := *u
-	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawPath = nil, "", false, "", ""
-	elems := strings.Split(strings.TrimPrefix(c.Path, "/"), "/")
-	if len(elems) <= 2 {
-		return c.String()
-	}
-	c.Path = ""
-	return c.String() + "/" + elems[0] + "/…/" + elems[len(elems)-1]
-}
-
-// fetch GETs an image through the configured client; failure is the
-// message of what went wrong (nil: data is the image).
-func (b *BMC) fetch(ctx context.Context, u *url.URL, user, pass string) ([]byte, map[string]any) {
-	at := shown(u)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, withResolution(regMsg("Base.1.5.0.CouldNotEstablishConnection", at), err.Error())
-	}
-	if user != "" {
-		req.SetBasicAuth(user, pass)
-	}
-	resp, err := b.cfg.ImageClient.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // its message repeats the URL, token and all
-		}
-		return nil, withResolution(regMsg("Base.1.5.0.CouldNotEstablishConnection", at), fmt.Sprintf("GET %s: %v", at, err))
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, regMsg("Base.1.5.0.ResourceAtUriUnauthorized", at, resp.Status)
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, regMsg("Base.1.5.0.ResourceMissingAtURI", at)
-	case resp.StatusCode/100 != 2:
-		return nil, withResolution(regMsg("Base.1.5.0.GeneralError"), fmt.Sprintf("GET %s: %s", at, resp.Status))
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, b.cfg.MaxImageSize+1))
-	switch {
-	case err != nil:
-		return nil, withResolution(regMsg("Base.1.5.0.CouldNotEstablishConnection", at), fmt.Sprintf("GET %s: reading the image: %v", at, err))
-	case int64(len(data)) > b.cfg.MaxImageSize:
-		return nil, withResolution(regMsg("Base.1.5.0.GeneralError"), fmt.Sprintf("The image at %s is larger than MaxImageSizeBytes (%d).", at, b.cfg.MaxImageSize))
-	}
-	return data, nil
-}
-
 // targets are the FirmwareInventory members a request names (none: the
 // image decides); it answers 400 for a target that is not one.
 func (b *BMC) targets(w http.ResponseWriter, t *static, given []string) ([]fwMember, bool) {
@@ -454,48 +319,6 @@ func applyTime(w http.ResponseWriter, t *static, v string) (string, bool) {
 		return "", false
 	}
 	return v, true
-}
-
-// verify checks an image as the component would, answering 400
-// VerificationFailed when it is refused: not an image, an image for
-// another component, or (FaultImageRefused) its signature not
-// accepted. With no targets given, they are the members of the
-// image's component.
-func (b *BMC) verify(w http.ResponseWriter, t *static, data []byte, name string, targets []fwMember) (Image, []fwMember, bool) {
-	at := b.cfg.Name
-	if len(targets) > 0 {
-		at = targets[0].id
-	}
-	if b.Fault() == FaultImageRefused {
-		writeMsg(w, http.StatusBadRequest, withResolution(regMsg("Update.1.0.2.VerificationFailed", name, at),
-			"The component did not accept the image's signature; the image was not installed."))
-		return Image{}, nil, false
-	}
-	img, err := ReadImage(data)
-	if err != nil {
-		writeMsg(w, http.StatusBadRequest, withResolution(regMsg("Base.1.5.0.ResourceAtUriInUnknownFormat", name), err.Error()))
-		return Image{}, nil, false
-	}
-	if len(targets) == 0 {
-		for _, uri := range slices.Sorted(maps.Keys(t.firmware)) {
-			if m := t.firmware[uri]; m.component == img.Component {
-				targets = append(targets, m)
-			}
-		}
-		if len(targets) == 0 {
-			writeMsg(w, http.StatusBadRequest, withResolution(regMsg("Update.1.0.2.VerificationFailed", name, at),
-				fmt.Sprintf("The image is %s firmware; no component of this BMC takes it.", img.Component)))
-			return Image{}, nil, false
-		}
-	}
-	for _, m := range targets {
-		if m.component != img.Component {
-			writeMsg(w, http.StatusBadRequest, withResolution(regMsg("Update.1.0.2.VerificationFailed", name, m.id),
-				fmt.Sprintf("The image is %s firmware; %s takes %s firmware.", img.Component, m.id, m.component)))
-			return Image{}, nil, false
-		}
-	}
-	return img, targets, true
 }
 
 // reply is a new task's answer: its document and monitor.
@@ -619,7 +442,7 @@ func (b *BMC) readPush(w http.ResponseWriter, r *http.Request) (updateParams, []
 				return p, nil, "", false
 			}
 		case "UpdateFile":
-			name = cmpOr(part.FileName(), "image")
+			name = cmp.Or(part.FileName(), "image")
 			if data, err = io.ReadAll(io.LimitReader(part, b.cfg.MaxImageSize+1)); err != nil {
 				b.pushReadError(w, err)
 				return p, nil, "", false
@@ -653,58 +476,4 @@ func (b *BMC) pushReadError(w http.ResponseWriter, err error) {
 func (b *BMC) tooLarge(w http.ResponseWriter) {
 	writeMsg(w, http.StatusRequestEntityTooLarge, withResolution(regMsg("Base.1.5.0.GeneralError"),
 		fmt.Sprintf("The image is larger than MaxImageSizeBytes (%d).", b.cfg.MaxImageSize)))
-}
-
-// managerReset is Manager.Reset (ForceRestart or GracefulRestart, the
-// default): the BMC answers, then reboots for its reset duration,
-// answering nothing; what waits for its reset installs when it is
-// back. An Administrator's only.
-func (b *BMC) managerReset(w http.ResponseWriter, r *http.Request, who caller) {
-	if b.role(who) != RoleAdministrator {
-		forbidden(w)
-		return
-	}
-	var body struct{ ResetType string }
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<14)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		malformed(w)
-		return
-	}
-	switch body.ResetType {
-	case "", "ForceRestart", "GracefulRestart":
-	default:
-		writeMsg(w, http.StatusBadRequest, withResolution(regMsg("Base.1.5.0.PropertyValueNotInList", body.ResetType, "ResetType"),
-			"Choose ForceRestart or GracefulRestart."))
-		return
-	}
-	now := b.src.Now()
-	b.mu.Lock()
-	d := b.resetDuration(b.fault)
-	b.rebootLocked(now, d, b.fault == FaultForgetsTasks)
-	b.mu.Unlock()
-	b.cfg.Log.Info("BMC reset", "bmc", b.cfg.Name, "reset_type", cmpOr(body.ResetType, "GracefulRestart"), "duration_seconds", d.Seconds())
-	if err := b.limitToDefault(); err != nil {
-		b.cfg.Log.Warn("BMC reset: the power limit", "bmc", b.cfg.Name, "error", err.Error())
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// boots reports whether a ComputerSystem.Reset boots the host (what is
-// staged for its next boot installs).
-func boots(resetType string) bool {
-	switch resetType {
-	case "On", "ForceOn", "ForceRestart", "GracefulRestart", "PowerCycle":
-		return true
-	}
-	return false
-}
-
-// hostReset begins the system's reset: what is staged for its boot
-// installs when the reset ends, its reset duration from now.
-func (b *BMC) hostReset() {
-	now := b.src.Now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	maps.Copy(b.fw.booting, b.fw.onHost)
-	b.fw.onHost = map[string]string{}
-	b.fw.hostDone = now.Add(b.resetDuration(b.fault))
 }

@@ -2,6 +2,7 @@ package bmc_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -494,7 +495,7 @@ func TestMultipartPush(t *testing.T) {
 		require.NoError(t, mw.Close())
 		req, _ := http.NewRequest(http.MethodPost, s.URL()+updateSvc+"/update-multipart", &buf)
 		req.Header.Set("Authorization", c.hdr["Authorization"])
-		req.Header.Set("Content-Type", cmpOr(contentType, mw.FormDataContentType()))
+		req.Header.Set("Content-Type", cmp.Or(contentType, mw.FormDataContentType()))
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -534,13 +535,6 @@ func TestMultipartPush(t *testing.T) {
 		assert.Equal(t, tc.id, id, tc.name)
 	}
 	assert.Equal(t, map[string]int{"ma-r01-compute-03-bmc": 1}, s.BMC.Updates())
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Updates and resets are an Administrator's: an Operator or a ReadOnly
