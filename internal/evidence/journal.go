@@ -277,3 +277,28 @@ func formError(line []byte, r Record) error {
 	}
 	return fmt.Errorf("record %d is not in the form sat writes (a field added or reordered, spacing, another time or number format): it was edited", r.Seq)
 }
+
+// ReadJournal calls fn with each whole record of the journal in dir, in
+// order, each checked as Audit checks it (its form, its hash, its place
+// in the chain); a half-written last line is not a record. A tool reads
+// back what it journaled this way (a resumed rollout, what it finished).
+func ReadJournal(dir string, fn func(Record) error) error {
+	f, _, err := openRegular(dir, JournalFile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	jr := newJournalReader(f)
+	for {
+		r, _, err := jr.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", dir, JournalFile, err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+}

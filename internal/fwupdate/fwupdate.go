@@ -53,6 +53,11 @@ type Update struct {
 	// Resume is a task monitor of an interrupted run's update: it is
 	// followed instead of starting a new update.
 	Resume string
+	// MaybeSent is when an interrupted run was about to send this update
+	// without learning its task monitor (zero: it never was). Before
+	// sending it again, Apply adopts the BMC's update task begun since
+	// then, if there is one, and follows it instead.
+	MaybeSent time.Time
 }
 
 // FromPlan is a plan's update with the URL granted for it.
@@ -114,6 +119,10 @@ type Event struct {
 	Percent int `json:"percent,omitempty"`
 	// TaskMonitor is the update's resume point once the BMC took it.
 	TaskMonitor string `json:"task_monitor,omitempty"`
+	// Sending is set on the event just before an update is sent: a
+	// journal makes it durable first, so that a run stopped after it
+	// knows the update may have been taken (Update.MaybeSent).
+	Sending bool `json:"sending,omitempty"`
 }
 
 // Result is one update's outcome.
@@ -241,6 +250,13 @@ func (a *applier) one(u Update) (Result, error) {
 // update), follows the task, resets and reads back.
 func (a *applier) install(u Update, targets []member, r *Result) error {
 	monitor := u.Resume
+	if monitor == "" && !u.MaybeSent.IsZero() {
+		m, err := a.adopt(u)
+		if err != nil {
+			return err
+		}
+		u.Resume, monitor = m, m
+	}
 	if monitor == "" {
 		m, err := a.start(u, targets, r)
 		if err != nil {

@@ -68,7 +68,7 @@ func versions(ms []member) string {
 // that name the component.
 func (a *applier) check(u Update) ([]member, string, error) {
 	if a.inventory == nil {
-		inv, err := a.readInventory()
+		inv, err := a.firstRead(u)
 		if err != nil {
 			return nil, "", a.readFail(u, StepCheck, "reading the FirmwareInventory", err)
 		}
@@ -90,6 +90,25 @@ func (a *applier) check(u Update) ([]member, string, error) {
 		a.emit(u, StepCheck, fmt.Sprintf("runs %s where the plan says %s: updating it to %s", found, u.From, u.To), nil)
 	}
 	return targets, found, nil
+}
+
+// firstRead reads the FirmwareInventory a first time. A BMC that does
+// not answer may be rebooting (a run stopped during its own update):
+// it is waited for up to the reset timeout.
+func (a *applier) firstRead(u Update) ([]member, error) {
+	start := a.clk.Now()
+	for said := false; ; said = true {
+		inv, err := a.readInventory()
+		if err == nil || !isDown(err) || a.since(start) >= a.opt.ResetTimeout {
+			return inv, err
+		}
+		if !said {
+			a.emit(u, StepCheck, fmt.Sprintf("the BMC does not answer (rebooting?): waiting up to %s for it", a.opt.ResetTimeout), nil)
+		}
+		if err := a.sleep(a.opt.Poll); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // readInventory reads every FirmwareInventory member.
@@ -241,7 +260,7 @@ func (a *applier) simpleUpdate(u Update, svc map[string]any, params map[string]a
 		r.Would = true
 		return reply{}, nil
 	}
-	a.emit(u, StepUpdate, fmt.Sprintf("SimpleUpdate of %s %s from %s, %s", u.Component, u.To, shownURL(u.ImageURI), applyTimeOf(u)), nil)
+	a.emit(u, StepUpdate, fmt.Sprintf("SimpleUpdate of %s %s from %s, %s", u.Component, u.To, shownURL(u.ImageURI), applyTimeOf(u)), sending)
 	rep, err := a.conn.do(http.MethodPost, target, body)
 	return rep, a.sendFail(u, "SimpleUpdate", err)
 }
@@ -276,7 +295,7 @@ func (a *applier) push(u Update, uri string, params map[string]any, r *Result) (
 	if err != nil {
 		return reply{}, err
 	}
-	a.emit(u, StepUpdate, fmt.Sprintf("multipart push of %s (%d bytes), %s", name, len(data), applyTimeOf(u)), nil)
+	a.emit(u, StepUpdate, fmt.Sprintf("multipart push of %s (%d bytes), %s", name, len(data), applyTimeOf(u)), sending)
 	rep, err := a.conn.raw(http.MethodPost, uri, body, ctype)
 	return rep, a.sendFail(u, "the multipart push", err)
 }
@@ -434,6 +453,51 @@ func (a *applier) resumeGone(u Update, targets []member, r *Result) (string, err
 	}
 	a.emit(u, StepCheck, fmt.Sprintf("the BMC forgot task %s, still runs %s and runs no task: safe to update again", u.Resume, versions(targets)), nil)
 	return a.start(u, targets, r)
+}
+
+// sending marks the event sent just before an update is.
+func sending(e *Event) { e.Sending = true }
+
+// adoptSkew is how much earlier than the interrupted run's intent a
+// BMC's clock may date the task it began for it.
+const adoptSkew = 5 * time.Minute
+
+// adopt finds the update task an interrupted run may have begun
+// (u.MaybeSent): the newest of the BMC's tasks posted to an update
+// action that began since, running or ended. "" when there is none:
+// the update was not taken, and is sent.
+func (a *applier) adopt(u Update) (string, error) {
+	rep, err := a.conn.do(http.MethodGet, tasksURI, nil)
+	if err != nil {
+		return "", a.readFail(u, StepCheck, "reading the TaskService for the update an interrupted run may have sent", err)
+	}
+	var best string
+	var bestAt time.Time
+	for _, uri := range members(rep.doc) {
+		t, err := a.conn.do(http.MethodGet, uri, nil)
+		if err != nil {
+			return "", a.readFail(u, StepCheck, "reading the TaskService for the update an interrupted run may have sent", err)
+		}
+		payload, _ := t.doc["Payload"].(map[string]any)
+		target := str(payload, "TargetUri")
+		if !strings.HasPrefix(target, updateServiceURI) {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, str(t.doc, "StartTime"))
+		if err != nil || at.Before(u.MaybeSent.Add(-adoptSkew)) || (best != "" && !at.After(bestAt)) {
+			continue
+		}
+		best, bestAt = cmp.Or(str(t.doc, "TaskMonitor"), uri), at
+	}
+	if best == "" {
+		a.emit(u, StepCheck, "an interrupted run was sending this update, and the BMC began no update task since: sending it", nil)
+		return "", nil
+	}
+	if p, err := url.Parse(best); err == nil && p.IsAbs() {
+		best = p.RequestURI()
+	}
+	a.emit(u, StepTask, fmt.Sprintf("an interrupted run was sending this update; the BMC began task %s since: following it", best), func(e *Event) { e.TaskMonitor = best })
+	return best, nil
 }
 
 // runningTasks are the BMC's tasks that have not ended.
