@@ -135,7 +135,9 @@ func newSite(t testing.TB, trays []string, cfg bmc.Config) *site {
 	return s
 }
 
-func nodeName(tray string) string { return "node-" + filepath.Base(filepath.Dir(tray)) + "-" + filepath.Base(tray) }
+func nodeName(tray string) string {
+	return "node-" + filepath.Base(filepath.Dir(tray)) + "-" + filepath.Base(tray)
+}
 
 // makePlan is one stage per rack, each tray's BMC then its BIOS.
 func (s *site) makePlan(trays []string) *firmware.Plan {
@@ -204,8 +206,11 @@ func (s *site) bundle(dir string) *evidence.Bundle {
 // bundleJournal is an evidence bundle as the rollout's journal.
 type bundleJournal struct{ b *evidence.Bundle }
 
-func (j bundleJournal) Append(kind string, data any) error { _, err := j.b.Append(kind, "", data); return err }
-func (j bundleJournal) Seal() error                        { return j.b.Seal() }
+func (j bundleJournal) Append(kind string, data any) error {
+	_, err := j.b.Append(kind, "", data)
+	return err
+}
+func (j bundleJournal) Seal() error { return j.b.Seal() }
 
 // dying is a journal that dies at its n-th append, as a killed process
 // does: that record and everything after are lost, and the rollout's
