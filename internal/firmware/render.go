@@ -1,14 +1,17 @@
 package firmware
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/seamdc/seam/internal/canon"
 	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/topology/hostlist"
@@ -227,4 +230,24 @@ func impactText(imp inventory.Impact) string {
 		parts = append(parts, fmt.Sprintf("degraded: %s%s", strings.Join(ds, ", "), more))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// ReadPlan reads a plan's JSON (sat firmware plan --format json)
+// strictly, and returns it with its digest; errors name the file and
+// the line.
+func ReadPlan(file string) (*Plan, string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("firmware plan: %w", err)
+	}
+	var p Plan
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, "", fmt.Errorf("%s: not a firmware plan (sat firmware plan --format json): %w", at(file, b, dec.InputOffset(), err), err)
+	}
+	if p.Format != Format {
+		return nil, "", fmt.Errorf("%s: format %q, want %q: make the plan again with this sat", file, p.Format, Format)
+	}
+	return &p, canon.DigestBytes(b), nil
 }

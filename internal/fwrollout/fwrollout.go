@@ -350,7 +350,11 @@ func (r *rollout) hold(ctx context.Context, st *firmware.Stage) error {
 		if err != nil {
 			return fmt.Errorf("stage %d: holding %d node(s) as %s: %w", st.Number, len(nodes), h.Owner, err)
 		}
-		r.cfg.Progress("stage %d: %s holds %d node(s): %s", st.Number, h.Owner, len(nodes), res.Describe())
+		drained := "no scheduler in this run: facilityd's reconcile drains them"
+		if r.cfg.Ledger.Sched != nil {
+			drained = fmt.Sprintf("%d drained, %d drained already", len(res.Drained), len(res.Reasons)+len(res.Left))
+		}
+		r.cfg.Progress("stage %d: %s holds %d node(s) (%s)", st.Number, h.Owner, len(nodes), drained)
 	}
 	return nil
 }
@@ -386,6 +390,10 @@ func (r *rollout) waitJobs(ctx context.Context, st *firmware.Stage) error {
 				_ = r.record(KindJobs, JobsRecord{Stage: st.Number, Left: true}, false)
 				r.cfg.Progress("stage %d: the jobs have left its nodes after %s", st.Number, clk.Now().Sub(start).Round(time.Second))
 			}
+			return nil
+		}
+		if r.cfg.DryRun {
+			r.cfg.Progress("stage %d: would wait up to %s for %d job(s) to leave its drained nodes: %s", st.Number, r.cfg.JobsDeadline, len(jobs), strings.Join(ids, ", "))
 			return nil
 		}
 		if !waited {

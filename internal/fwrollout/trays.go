@@ -72,10 +72,14 @@ func (r *rollout) tray(ctx context.Context, stage int, tp *firmware.TrayPlan) Tr
 	opt := r.cfg.Update
 	opt.Login, opt.URL = tgt.Login, tgt.URL
 	var jerr error
+	monitors := map[string]string{} // the last made durable, by component
 	obs := func(e fwupdate.Event) {
-		// the intent and the task monitor must be durable before the
+		// the intent and a new task monitor must be durable before the
 		// rollout goes on: a resumed one follows them
-		durable := e.Sending || e.TaskMonitor != ""
+		durable := e.Sending || (e.TaskMonitor != "" && e.TaskMonitor != monitors[e.Component])
+		if e.TaskMonitor != "" {
+			monitors[e.Component] = e.TaskMonitor
+		}
 		if err := r.record(KindEvent, EventRecord{Stage: stage, Tray: tp.Key, Event: e}, durable); err != nil && jerr == nil {
 			jerr = err
 		}

@@ -28,7 +28,9 @@ func init() {
 		Sub("vet", "check the firmware baseline: its schema, its rules (FW001…) and the inventory it covers",
 			"sat firmware vet --contracts contracts/examples/threemodule").
 		Sub("plan", "what differs from the baseline, and the rollout's stages by failure domain under the site's policy (--what-if: each stage's blast radius)",
-			"sat firmware plan --contracts contracts/examples/threemodule --discovery out/discovery.json --what-if")
+			"sat firmware plan --contracts contracts/examples/threemodule --discovery out/discovery.json --what-if").
+		Sub("apply", "apply a plan stage by stage: holds and drains, updates through each BMC's UpdateService, burn-in holds after; journaled, resumable (--resume), --dry-run",
+			"sat firmware apply --contracts contracts/examples/threemodule --plan plan.json --site /tmp/site --images images/ --evidence out/fw-1")
 }
 
 const firmwareHelp = `The firmware baseline is CUE beside the contracts (DIR/firmware, or
@@ -54,18 +56,38 @@ tray's updates in order, resets and checks; --what-if adds its blast
 radius. The plan records the baseline's digest: apply refuses a
 baseline changed since.
 
-Exit codes: vet: 0 clean, 2 errors; plan: 0 a plan written; 1 the
+apply runs a plan's stages in order. For each: the stage's nodes held in
+the ledger by firmware:ROLLOUT-sNN (the lifecycle store's with
+--lifecycle), which drains them through --scheduler; the jobs on them
+waited for up to --jobs-deadline (never killed); every tray's updates
+through its BMC (SimpleUpdate with a one-time URL on seam's own image
+server, which serves only the plan's images from --images, checked by
+sha256; or --push), each task followed to its end, the BMC's reboot
+waited for, the resets sent, the versions read back; then the updated
+nodes held by burnin:ROLLOUT (a passing sat burnin --reservation
+ROLLOUT releases them) and the others given back. A failed update
+stops the rollout after its stage, naming the node, component and
+step. Every step is journaled in a signed evidence bundle (--evidence);
+--resume DIR continues after a crash at any moment without sending a
+finished update again. Only BMCs and controls the binding declares
+writable (firmware, reset) are written; --dry-run writes nothing.
+
+Exit codes: vet: 0 clean, 2 errors; plan: 0 a plan written; apply: 0
+every stage passed, 2 the rollout stopped at a stage (resume it); 1 the
 tool failed or its input is bad (named with its file and line, or the
 discovery's tray).`
 
 var firmwareUsage = map[string]string{
 	"vet":  "--contracts DIR [--baseline DIR] [--format text|json|github|sarif]",
 	"plan": "--contracts DIR --discovery FILE [--baseline DIR] [--holds FILE | --lifecycle STORE] [--module M] [--format text|json] [--what-if] [-o FILE]",
+	"apply": "--contracts DIR --plan FILE --site BINDING --images DIR (--evidence DIR | --resume DIR | --dry-run) [--stages 1,3-5] [--lifecycle STORE --lifecycle-key KEY] " +
+		"[--scheduler slurm|kubernetes|none] [--jobs-deadline 1h] [--sign-key KEY] [--listen ADDR --tls-cert F --tls-key F]",
 }
 
 type firmwareFlags struct {
 	contracts, baseline, discovery, holds, store, module, rollout, format, out string
 	whatIf                                                                     bool
+	apply                                                                      applyFlags
 }
 
 func runFirmware(args []string, stdout, stderr io.Writer) int {
@@ -73,7 +95,7 @@ func runFirmware(args []string, stdout, stderr io.Writer) int {
 }
 
 func runFirmwareEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	if code, done := subcommand(args, stderr, "firmware", firmwareHelp, "vet", "plan"); done {
+	if code, done := subcommand(args, stderr, "firmware", firmwareHelp, "vet", "plan", "apply"); done {
 		return code
 	}
 	name := "firmware " + args[0]
@@ -81,9 +103,12 @@ func runFirmwareEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 	var f firmwareFlags
 	fs.StringVar(&f.contracts, "contracts", "", "the contract directory: the inventory, its handover records and its services (required)")
 	fs.StringVar(&f.baseline, "baseline", "", "the firmware baseline directory (default: the contract directory's firmware/)")
-	if args[0] == "vet" {
+	switch args[0] {
+	case "vet":
 		fs.StringVar(&f.format, "format", "text", "diagnostics as text, json, github or sarif")
-	} else {
+	case "apply":
+		f.apply.add(fs)
+	default:
 		fs.StringVar(&f.discovery, "discovery", "", "what the BMCs report: sat discover --format json's output (required)")
 		fs.StringVar(&f.holds, "holds", "", "the holds already in the ledger: sat lifecycle hold list --format json's output")
 		fs.StringVar(&f.store, "lifecycle", "", "read the holds from this lifecycle store, read only (a SQLite file or a postgres:// URL; its password from $"+lifecyclecmd.EnvPassword+")")
@@ -108,6 +133,8 @@ func runFirmwareEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 		err = cli.Usagef("unknown format %q (want text or json)", f.format)
 	case f.holds != "" && f.store != "":
 		err = cli.Usagef("give the holds as --holds FILE or --lifecycle STORE, not both")
+	case args[0] == "apply":
+		err = f.apply.check()
 	}
 	if err != nil {
 		return fail(stderr, name, fs, err)
@@ -115,8 +142,11 @@ func runFirmwareEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 	if f.baseline == "" {
 		f.baseline = filepath.Join(f.contracts, firmware.Dir)
 	}
-	if args[0] == "vet" {
+	switch args[0] {
+	case "vet":
 		return firmwareVet(f, stdout, stderr)
+	case "apply":
+		return firmwareApply(f, stdout, stderr, lookupEnv)
 	}
 	return firmwarePlan(f, stdout, stderr, lookupEnv)
 }

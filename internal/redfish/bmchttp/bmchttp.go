@@ -147,6 +147,18 @@ func RefusedLogin(err error) bool {
 	return errors.As(err, &re) && (re.HTTPReturnedStatusCode == http.StatusUnauthorized || re.HTTPReturnedStatusCode == http.StatusForbidden)
 }
 
+// SessionsFull reports whether a login was refused because the BMC
+// holds as many sessions as it allows (503, SessionLimitExceeded):
+// sessions of a client stopped without logging out (killed) stay until
+// they time out.
+func SessionsFull(err error) bool {
+	var re *schemas.Error
+	if !errors.As(err, &re) || re.HTTPReturnedStatusCode != http.StatusServiceUnavailable {
+		return false
+	}
+	return strings.Contains(err.Error(), "SessionLimitExceeded") || strings.Contains(err.Error(), "simultaneous sessions")
+}
+
 // Options are one BMC's client settings.
 type Options struct {
 	PerBMC   int           // connections (and so requests in flight) at most

@@ -1,0 +1,433 @@
+package satcmd
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seamdc/seam/internal/dryrun"
+	"github.com/seamdc/seam/internal/firmware"
+	"github.com/seamdc/seam/internal/hold"
+	"github.com/seamdc/seam/internal/lifecycle"
+	"github.com/seamdc/seam/internal/redfish/bmc"
+	"github.com/seamdc/seam/internal/sim"
+)
+
+// fwSite is the simulated site in this process, stepped (its time moves
+// only as the rollout advances it), with the binding sat sim writes, a
+// baseline like the example's whose images are simulated ones (in
+// images/), and a plan of module ma made from a real discovery.
+type fwSite struct {
+	o                      *sim.Opened
+	site, baseline, images string
+	plan                   string
+	p                      *firmware.Plan
+}
+
+func newFWSite(t *testing.T) *fwSite {
+	t.Helper()
+	o, control := startSim(t)
+	s := &fwSite{o: o, site: t.TempDir(), baseline: t.TempDir(), images: t.TempDir()}
+	require.NoError(t, o.WriteBinding(s.site, control, 1, true, func(string) (string, bool) { return "", false }))
+	s.writeBaseline(t)
+	var racks []string
+	for i := 1; i <= 16; i++ {
+		racks = append(racks, fmt.Sprintf("ma/r%02d", i))
+	}
+	code, disc, stderr := sat(t, "discover", "--site", s.site, "--racks", strings.Join(racks, ","), "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	discFile := filepath.Join(t.TempDir(), "discovery.json")
+	require.NoError(t, os.WriteFile(discFile, []byte(disc), 0o644))
+	s.plan = filepath.Join(t.TempDir(), "plan.json")
+	code, _, stderr = sat(t, "firmware", "plan", "--contracts", exampleDir, "--baseline", s.baseline, "--discovery", discFile,
+		"--module", "ma", "--format", "json", "-o", s.plan)
+	require.Equal(t, 0, code, stderr)
+	var err error
+	s.p, _, err = firmware.ReadPlan(s.plan)
+	require.NoError(t, err)
+	return s
+}
+
+// writeBaseline writes the example's baseline with each image made a
+// simulated one (its component and version), and the NVLink switch
+// trays' BIOS applied at their BMC's reset (the simulated switch tray
+// has no host to reset).
+func (s *fwSite) writeBaseline(t *testing.T) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(exampleDir, "firmware", "baseline.cue"))
+	require.NoError(t, err)
+	text := string(src)
+	i := strings.Index(text, `"NVLink switch tray"`)
+	j := strings.Index(text, `"33 kW power shelf"`)
+	text = text[:i] + strings.ReplaceAll(text[i:j], `reset:      "system"`, `reset:      "manager"`) + text[j:]
+	n := 0
+	re := regexp.MustCompile(`image: \{uri: "[^"]*/([^/"]+)", sha256: "[0-9a-f]{64}"\}`)
+	text = re.ReplaceAllStringFunc(text, func(m string) string {
+		name := re.FindStringSubmatch(m)[1]
+		comp, version := "bmc", ""
+		switch {
+		case strings.Contains(name, "bios"):
+			comp, version = "bios", "1.5.0"
+		case strings.Contains(name, "shelf"):
+			comp, version = "shelf", "2.1.0"
+		case strings.Contains(name, "switch"):
+			version = "25.09-1"
+		default:
+			version = "25.09-2"
+		}
+		n++
+		data := bmc.MakeImage(comp, version, 16<<10+n) // each image its own digest
+		sum := sha256.Sum256(data)
+		file := filepath.Join(s.images, strings.TrimSuffix(name, filepath.Ext(name))+"-"+strings.Repeat("x", n)+filepath.Ext(name))
+		require.NoError(t, os.WriteFile(file, data, 0o644))
+		return strings.Replace(m, m[strings.Index(m, `sha256: "`):], `sha256: "`+hex.EncodeToString(sum[:])+`"}`, 1)
+	})
+	require.Equal(t, 5, n)
+	require.NoError(t, os.WriteFile(filepath.Join(s.baseline, "baseline.cue"), []byte(text), 0o644))
+}
+
+// apply runs sat firmware apply with args after the common ones.
+func (s *fwSite) apply(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return sat(t, append([]string{"firmware", "apply", "--contracts", exampleDir, "--baseline", s.baseline, "--plan", s.plan,
+		"--site", s.site, "--images", s.images}, args...)...)
+}
+
+// updates are the stages' trays' update counts, by tray and component.
+func (s *fwSite) updates(stages ...int) map[string]int {
+	out := map[string]int{}
+	for _, st := range s.p.Stages {
+		for _, want := range stages {
+			if st.Number != want {
+				continue
+			}
+			for _, tp := range st.Trays {
+				for m, n := range s.bmc(tp.Key).Updates() {
+					out[tp.Key+" "+m[strings.LastIndexByte(m, '-')+1:]] += n
+				}
+			}
+		}
+	}
+	return out
+}
+
+// bmc is the simulated BMC of a tray.
+func (s *fwSite) bmc(tray string) *bmc.BMC {
+	for _, e := range s.o.BMCs() {
+		if e.Key == tray {
+			return s.o.BMC(e.Name)
+		}
+	}
+	return nil
+}
+
+// once is each of the stages' planned updates sent exactly once.
+func (s *fwSite) once(stages ...int) map[string]int {
+	out := map[string]int{}
+	for _, st := range s.p.Stages {
+		for _, want := range stages {
+			if st.Number == want {
+				for _, tp := range st.Trays {
+					for _, u := range tp.Updates {
+						out[tp.Key+" "+u.Component] = 1
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// The rollout of new BMC and host firmware to module ma on the simulated
+// site (one site for the three parts: a simulated site and a discovery
+// of 560 BMCs take seconds).
+func TestFirmwareApplyOnTheSimulatedSite(t *testing.T) {
+	s := newFWSite(t)
+	key, trust := sshKey(t)
+	t.Run("stage by stage", func(t *testing.T) { fwStageByStage(t, s, key, trust) })
+	t.Run("a failed update stops the rollout", func(t *testing.T) { fwFailedStage(t, s, key, trust) })
+	t.Run("kill -9 at random moments", func(t *testing.T) { fwKilled(t, s, key, trust) })
+}
+
+// Stage 1 (the canary rack), the ledger kept in the lifecycle store and
+// read all along: no moment holds more than the policy's one rack (18
+// nodes) for a firmware stage, every updated node waits in the burn-in
+// hold, the versions read back are the baseline's, the evidence
+// verifies. A dry run before writes nothing.
+func fwStageByStage(t *testing.T, s *fwSite, key, trust string) {
+	store, ops := importedStore(t)
+	ev := filepath.Join(t.TempDir(), "ev")
+	// the dry run: nothing written anywhere
+	before, err := os.ReadFile(store)
+	require.NoError(t, err)
+	code, stdout, stderr := s.apply(t, "--stages", "1", "--dry-run", "--lifecycle", store)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "would POST ")
+	assert.Contains(t, stdout, "would write to the ledger: hold firmware:"+s.p.Rollout+"-s01 on 18 node(s)")
+	assert.Contains(t, stdout, "dry run: nothing was written")
+	after, err := os.ReadFile(store)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "a dry run writes nothing to the store")
+	assert.Empty(t, s.updates(1), "a dry run updates nothing")
+
+	// the ledger read all along
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var worst int
+	var seen []string
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			// opened anew each time: a read-only store reads what it opened
+			var hs []lifecycle.Hold
+			st, err := lifecycle.Open(ctx, lifecycle.Config{Store: store, LookupEnv: func(string) (string, bool) { return "", false }, DryRun: dryrun.New(nil, nil)})
+			if err == nil {
+				hs, err = st.Holds(ctx, "")
+				st.Close()
+			}
+			if err != nil && ctx.Err() == nil {
+				seen = append(seen, "read: "+err.Error())
+			}
+			if err == nil {
+				byOwner := map[hold.Owner]int{}
+				for _, h := range hs {
+					if h.Owner.Kind() == hold.Firmware {
+						byOwner[h.Owner]++
+					}
+				}
+				n := 0
+				for o, c := range byOwner {
+					n += c
+					seen = append(seen, string(o))
+				}
+				worst = max(worst, n)
+				if len(byOwner) > 1 {
+					worst = 1000 // two stages at once
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	code, stdout, stderr = s.apply(t, "--stages", "1", "--evidence", ev, "--sign-key", key, "--lifecycle", store, "--lifecycle-key", ops)
+	cancel()
+	wg.Wait()
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.LessOrEqual(t, worst, 18, "no moment holds more than one rack's nodes for a firmware stage")
+	assert.NotEmpty(t, seen, "the ledger was read while the stages held their nodes")
+	for _, o := range seen {
+		assert.True(t, strings.HasPrefix(o, "firmware:"+s.p.Rollout+"-s0"), o)
+	}
+	assert.Contains(t, stdout, "stage 1: passed: 18 node(s) updated, held burnin:"+s.p.Rollout+" until their burn-in")
+	assert.Contains(t, stdout, "sat firmware apply: 1 stage(s), 27 tray(s), 54 update(s) sent; 18 node(s) wait for their burn-in")
+	assert.Equal(t, s.once(1), s.updates(1))
+	code, holds, stderr := sat(t, "lifecycle", "hold", "list", "--store", store, "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var hs []lifecycle.Hold
+	require.NoError(t, json.Unmarshal([]byte(holds), &hs))
+	require.Len(t, hs, 18)
+	for _, h := range hs {
+		assert.Equal(t, hold.Owner("burnin:"+s.p.Rollout), h.Owner, h.Node)
+	}
+	code, stdout, stderr = sat(t, "verify", ev, "--trust", trust)
+	require.Equal(t, 0, code, stdout+stderr)
+
+	// the versions read back are the baseline's: discover again
+	code, disc, stderr := sat(t, "discover", "--site", s.site, "--racks", "ma/r01", "--format", "json")
+	require.Equal(t, 2, code, "the versions differ from the handover's: findings\n%s", stderr)
+	d, err := firmware.ParseDiscovery("discovery", []byte(disc))
+	require.NoError(t, err)
+	for _, st := range s.p.Stages[:1] {
+		for _, tp := range st.Trays {
+			for _, u := range tp.Updates {
+				assert.Equal(t, u.To, d.Drift[tp.Key][u.Component], "%s %s reads back the baseline's version", tp.Key, u.Component)
+			}
+		}
+	}
+}
+
+// A BMC whose update fails stops the rollout after its stage (2; 3 never
+// starts), naming the node, component and step; after the repair
+// --resume finishes it without sending any finished update again.
+func fwFailedStage(t *testing.T, s *fwSite, key, trust string) {
+	plan, cut := s.cut(t, []int{2, 3}, 3)
+	s = cut
+	s.plan = plan
+	bad := "ma/r02/compute-02"
+	b := s.bmc(bad)
+	require.NoError(t, b.SetFault(bmc.FaultUpdateFails, true))
+	ev := filepath.Join(t.TempDir(), "ev")
+	code, stdout, stderr := s.apply(t, "--stages", "2-3", "--evidence", ev, "--sign-key", key)
+	require.Equal(t, 2, code, stdout+stderr)
+	assert.Contains(t, stderr, "stage 2: 1 of 4 tray(s) failed, the rollout stops after this stage")
+	assert.Regexp(t, `gpu-a-r02-n02 \(bmc-a-r02-n02\): bmc 25\.09-2, step task: `, stderr)
+	assert.Contains(t, stdout, "continue it with --resume "+ev)
+	assert.Empty(t, s.updates(3), "stage 3 never started")
+	require.NoError(t, b.SetFault(bmc.FaultUpdateFails, false))
+	sent := s.updates(2)
+	code, stdout, stderr = s.apply(t, "--stages", "2-3", "--resume", ev, "--sign-key", key)
+	require.Equal(t, 0, code, stdout+stderr)
+	got := s.updates(2, 3)
+	want := s.once(2, 3)
+	want[bad+" bmc"] = 2 // the failed update, sent again after the repair
+	assert.Equal(t, want, got)
+	assert.Equal(t, 1, sent[bad+" bmc"])
+	code, stdout, stderr = sat(t, "verify", ev, "--trust", trust)
+	require.Equal(t, 0, code, stdout+stderr)
+}
+
+// kill -9 at 20 seeded random moments (SEAM_TEST_SEED replays them): a
+// chain of runs of stages 4 to 7, each cut to three compute trays and a
+// switch tray (so that a run is short), the first with --evidence and
+// each after with --resume of the same bundle, the ledger in the
+// lifecycle store; each killed a random while after it says it started,
+// and a last one left to finish. Every planned update was sent exactly
+// once (the simulated BMCs count them), the stages' nodes wait in the
+// burn-in hold and no firmware hold is left, and the bundle verifies.
+func fwKilled(t *testing.T, s *fwSite, key, trust string) {
+	bin := buildSat(t)
+	store, ops := importedStore(t)
+	stages := make([]int, 0, 4)
+	for n := 4; n <= 7; n++ {
+		stages = append(stages, n)
+	}
+	plan, cut := s.cut(t, stages, 3)
+	seed := uint64(time.Now().UnixNano())
+	if v, ok := os.LookupEnv("SEAM_TEST_SEED"); ok {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (SEAM_TEST_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 39))
+	ev := filepath.Join(t.TempDir(), "ev")
+	var printed strings.Builder
+	run := func(kill time.Duration) error {
+		args := []string{"firmware", "apply", "--contracts", exampleDir, "--baseline", s.baseline, "--plan", plan, "--site", s.site,
+			"--images", s.images, "--sign-key", key, "--lifecycle", store, "--lifecycle-key", ops, "--stages", "4-7"}
+		if _, err := os.Stat(ev); err == nil {
+			args = append(args, "--resume", ev)
+		} else {
+			args = append(args, "--evidence", ev)
+		}
+		cmd := exec.Command(bin, args...)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		started := make(chan struct{})
+		var out strings.Builder
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			sc := bufio.NewScanner(stdout)
+			seen := false
+			for sc.Scan() {
+				out.WriteString(sc.Text() + "\n")
+				if !seen && strings.HasPrefix(sc.Text(), "images served at ") {
+					seen = true
+					close(started)
+				}
+			}
+		})
+		exited := make(chan error, 1)
+		go func() { wg.Wait(); exited <- cmd.Wait() }()
+		var err2 error
+		if kill > 0 {
+			select {
+			case err2 = <-exited:
+			case <-started:
+				select {
+				case err2 = <-exited:
+				case <-time.After(kill):
+					_ = cmd.Process.Kill() // SIGKILL
+					err2 = <-exited
+				}
+			}
+		} else {
+			err2 = <-exited
+		}
+		printed.WriteString(out.String() + stderr.String())
+		return err2
+	}
+	kills := 0
+	for try := 0; kills < 20 && try < 60; try++ {
+		err := run(time.Duration(rng.Int64N(int64(700 * time.Millisecond))))
+		if err == nil {
+			break // finished before its kill: nothing left to kill
+		}
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, printed.String())
+		require.Equal(t, -1, ee.ExitCode(), "killed, not failed (seed %d):\n%s", seed, printed.String())
+		kills++
+	}
+	require.NoError(t, run(0), "seed %d:\n%s", seed, printed.String())
+	t.Logf("%d kills", kills)
+	require.GreaterOrEqual(t, kills, 10, "the rollout outlasts its kills (seed %d)", seed)
+	assert.Equal(t, cut.once(stages...), cut.updates(stages...), "every update sent exactly once (seed %d)\n%s", seed, printed.String())
+	code, holds, stderr := sat(t, "lifecycle", "hold", "list", "--store", store, "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var hs []lifecycle.Hold
+	require.NoError(t, json.Unmarshal([]byte(holds), &hs))
+	for _, h := range hs {
+		assert.Equal(t, hold.Owner("burnin:"+s.p.Rollout), h.Owner, h.Node)
+	}
+	assert.Len(t, hs, 4*3)
+	code, stdout, stderr := sat(t, "verify", ev, "--trust", trust)
+	require.Equal(t, 0, code, stdout+stderr)
+}
+
+// cut writes the plan with only the stages given, each cut to its first
+// n compute trays and first switch tray (their nodes and holds with
+// them).
+func (s *fwSite) cut(t *testing.T, stages []int, n int) (string, *fwSite) {
+	t.Helper()
+	p, _, err := firmware.ReadPlan(s.plan)
+	require.NoError(t, err)
+	for _, st := range p.Stages {
+		if !slices.Contains(stages, st.Number) {
+			continue
+		}
+		var trays []*firmware.TrayPlan
+		keep := map[string]bool{}
+		compute, sw := 0, 0
+		for _, tp := range st.Trays {
+			switch {
+			case tp.Kind == "compute" && compute < n:
+				compute++
+			case tp.Kind != "compute" && sw < 1:
+				sw++
+			default:
+				continue
+			}
+			trays = append(trays, tp)
+			keep[tp.Key] = true
+		}
+		st.Trays = trays
+		st.Nodes = slices.DeleteFunc(st.Nodes, func(sn firmware.StageNode) bool { return !keep[sn.Key] })
+		for i := range st.Holds {
+			st.Holds[i].Nodes = slices.DeleteFunc(st.Holds[i].Nodes, func(k string) bool { return !keep[k] })
+		}
+	}
+	file := filepath.Join(t.TempDir(), "cut.json")
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	require.NoError(t, p.WriteJSON(f))
+	require.NoError(t, f.Close())
+	c := *s
+	c.p = p
+	return file, &c
+}
