@@ -94,7 +94,8 @@ BENCH_PKGS := ./internal/clock ./internal/contract ./internal/gridsignal ./inter
 	./internal/probe ./internal/sim ./internal/sim/fleet ./internal/grade ./internal/runner ./internal/report ./internal/inventory \
 	./internal/redfish ./internal/discover ./internal/topology ./internal/domains ./internal/drain ./internal/alarm \
 	./internal/lifecycle ./internal/burnin ./internal/headroom ./internal/drain/kubeha ./internal/drain/facilityd \
-	./internal/capping ./internal/capping/apply ./internal/bmcrotate ./internal/liveview ./internal/comtrade ./internal/netbox ./internal/tsa ./internal/satcmd ./internal/burnin/kubeexec ./internal/scheduler/kubernetes ./internal/firmware
+	./internal/capping ./internal/capping/apply ./internal/bmcrotate ./internal/liveview ./internal/comtrade ./internal/netbox ./internal/tsa ./internal/satcmd ./internal/burnin/kubeexec ./internal/scheduler/kubernetes ./internal/firmware \
+	./internal/fwupdate ./internal/fwrollout
 # the served fleet (1,689 and 3,378 BMCs), discovery of 1,000 BMCs, a
 # drain of 10,080 nodes in a real slurmctld, facilityd's memory with
 # 100,224 nodes and the lifecycle store with 100,000 elements (both
@@ -105,12 +106,12 @@ BENCH_PKGS := ./internal/clock ./internal/contract ./internal/gridsignal ./inter
 # BMCs (half a minute to serve them), a rack burned in through a
 # kube-apiserver, topology labels applied to 1,000 of its nodes and
 # 10,000 nodes' recorded burn-in graded (its 42,535 files written
-# first): once each
-BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore|BenchmarkLedgerContention|BenchmarkLeaderFailover|BenchmarkBurnin288ThroughSlurm|BenchmarkApply1000|BenchmarkRackThroughKubernetes|BenchmarkApplyLabels1000|BenchmarkGradeRecorded10k|BenchmarkWebhookStormSlurm|BenchmarkWebhookMillionAlerts)$$
+# first), a firmware rollout to 1,000 served BMCs: once each
+BENCH_ONCE := ^(BenchmarkServedFleet|BenchmarkDiscover|BenchmarkAlarmToDrained10000|BenchmarkMemory100k|BenchmarkStore|BenchmarkLedgerContention|BenchmarkLeaderFailover|BenchmarkBurnin288ThroughSlurm|BenchmarkApply1000|BenchmarkRackThroughKubernetes|BenchmarkApplyLabels1000|BenchmarkGradeRecorded10k|BenchmarkWebhookStormSlurm|BenchmarkWebhookMillionAlerts|BenchmarkRollout1000)$$
 bench: build
 	@mkdir -p $(OUT)
 	$(GO) test -run '^$$' -bench . -skip '$(BENCH_ONCE)' -benchmem -benchtime 3x $(BENCH_PKGS) | tee $(OUT)/bench.txt
-	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/drain/facilityd ./internal/lifecycle ./internal/drain/kubeha ./internal/burnin ./internal/capping/apply ./internal/burnin/kubeexec ./internal/scheduler/kubernetes ./internal/burnin/recorded | tee -a $(OUT)/bench.txt
+	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x ./internal/sim ./internal/discover ./internal/drain ./internal/drain/facilityd ./internal/lifecycle ./internal/drain/kubeha ./internal/burnin ./internal/capping/apply ./internal/burnin/kubeexec ./internal/scheduler/kubernetes ./internal/burnin/recorded ./internal/fwrollout | tee -a $(OUT)/bench.txt
 	@# vet against the cue command seam links (built from hack/cue), compile
 	@# against vet, and the probe against the bare client, beside their goals
 	cd hack/cue && $(GO) build -o $(abspath $(OUT))/cue cuelang.org/go/cmd/cue
