@@ -53,7 +53,8 @@ func Hold(ctx context.Context, l *ledger.Ledger, reservation, by, why string, no
 // node that passed is provisioned on its baseline file (p nil: no
 // lifecycle store, nothing to provision); the burn-in's hold is
 // released from its nodes (res.Nodes: a re-test of some nodes leaves
-// the others' holds); each node that failed is held again, by the same
+// the others' holds), and from each node that passed the other burn-in
+// holds that wait for one (a firmware rollout's; not burnin:swap); each node that failed is held again, by the same
 // owner, with its first reasons and no reservation, so that the ledger
 // drains it and it stays out of the pool once the reservation ends. A
 // node only implicated (VerdictRetest, from recorded outputs) is
@@ -107,6 +108,7 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Provisioner, a lifecycle.Auth
 			}
 		}
 	}
+	releaseAwaiting(ctx, l, owner, by, bundle, out)
 	for i, act := range out {
 		if act.Action != "held" {
 			continue
@@ -116,6 +118,42 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Provisioner, a lifecycle.Auth
 		}
 	}
 	return out
+}
+
+// releaseAwaiting releases, on each node that passed, the other
+// burn-in holds that wait for a passing burn-in: a firmware rollout's
+// (burnin:ROLLOUT), an earlier burn-in's that held the node. Not
+// burnin:swap, which the swapped part's baseline releases (the
+// lifecycle store's Provision).
+func releaseAwaiting(ctx context.Context, l *ledger.Ledger, owner hold.Owner, by, bundle string, out []GateAction) {
+	var passed []string
+	at := map[string]int{}
+	for i, act := range out {
+		if (act.Action == "passed" || act.Action == "provisioned") && act.Err == "" {
+			passed = append(passed, act.Node)
+			at[act.Node] = i
+		}
+	}
+	if len(passed) == 0 {
+		return
+	}
+	on, err := l.On(ctx, passed)
+	if err != nil {
+		for _, n := range passed {
+			out[at[n]].Err = "reading the node's other burn-in holds: " + err.Error()
+		}
+		return
+	}
+	for _, n := range passed {
+		for _, h := range on[n] {
+			if h.Owner.Kind() != hold.Burnin || h.Owner == owner || h.Owner == hold.Swap {
+				continue
+			}
+			if _, err := l.Release(ctx, h.Owner, []string{n}, by, "burn-in passed (evidence "+bundle+")"); err != nil {
+				out[at[n]].Err = fmt.Sprintf("releasing %s: %v", h.Owner, err)
+			}
+		}
+	}
 }
 
 // firstReasons are a node's first three reasons, and how many more.

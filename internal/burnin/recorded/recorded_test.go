@@ -119,6 +119,13 @@ func TestGradeImplicatesWhatItCannotRetest(t *testing.T) {
 	// the gate holds the slow node only; the implicated are neither
 	// held nor provisioned
 	l := &ledger.Ledger{Backend: hold.NewMemory(&hold.Book{}, nil, nil)}
+	// a firmware rollout's nodes wait for this burn-in, one of them under
+	// RMA's swap hold too
+	rollout := hold.Owner("burnin:fw-spring")
+	_, err := l.Place(context.Background(), hold.Hold{Owner: rollout, Nodes: []string{slow, nodes[3].Name, nodes[6].Name, nodes[7].Name}, By: "ops"})
+	require.NoError(t, err)
+	_, err = l.Place(context.Background(), hold.Hold{Owner: hold.Swap, Nodes: []string{nodes[7].Name}, By: "lifecycle"})
+	require.NoError(t, err)
 	prov := &provisioner{}
 	files := map[string]string{}
 	for _, n := range nodes {
@@ -135,6 +142,12 @@ func TestGradeImplicatesWhatItCannotRetest(t *testing.T) {
 	h, err := l.Hold(context.Background(), burnin.Owner("seam-burnin-m01"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{slow}, h.Nodes, "no hold on a guess")
+	h, err = l.Hold(context.Background(), rollout)
+	require.NoError(t, err)
+	assert.Equal(t, []string{slow, nodes[3].Name}, h.Nodes, "a passing burn-in releases the rollout's hold; a failed or implicated node keeps it")
+	h, err = l.Hold(context.Background(), hold.Swap)
+	require.NoError(t, err)
+	assert.Equal(t, []string{nodes[7].Name}, h.Nodes, "burnin:swap waits for the part's baseline")
 
 	// the site recorded the half without the slow node: it was fine,
 	// so only the other half's nodes stay implicated
