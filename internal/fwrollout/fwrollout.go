@@ -172,8 +172,7 @@ type StageResult struct {
 }
 
 // BurninOwner is the hold a rollout's updated nodes wait in until a
-// burn-in passes them: burnin:ROLLOUT (sat burnin --reservation
-// ROLLOUT releases it).
+// burn-in passes them: burnin:ROLLOUT (the burn-in's gate releases it).
 func BurninOwner(p *firmware.Plan) hold.Owner { return burnin.Owner(p.Rollout) }
 
 func (c *Config) defaults() {
@@ -429,7 +428,7 @@ func (r *rollout) release(ctx context.Context, st *firmware.Stage, sr StageResul
 	updatedNames := names(st, updated)
 	if len(updatedNames) > 0 {
 		owner := BurninOwner(r.cfg.Plan)
-		why := fmt.Sprintf("firmware updated by %s stage %d: a burn-in passes it before it returns (sat burnin --reservation %s)", r.cfg.Plan.Rollout, st.Number, r.cfg.Plan.Rollout)
+		why := fmt.Sprintf("firmware updated by %s stage %d: it returns when a burn-in passes it (sat burnin with the lifecycle store)", r.cfg.Plan.Rollout, st.Number)
 		res, err := r.cfg.Ledger.Place(ctx, hold.Hold{Owner: owner, Nodes: updatedNames, Why: why, By: r.cfg.By})
 		if jerr := r.record(KindHold, HoldRecord{Stage: st.Number, Action: "place", Owner: owner, Nodes: updatedNames, Result: res}, true); jerr != nil && err == nil {
 			err = jerr

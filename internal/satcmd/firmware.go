@@ -64,8 +64,8 @@ through its BMC (SimpleUpdate with a one-time URL on seam's own image
 server, which serves only the plan's images from --images, checked by
 sha256; or --push), each task followed to its end, the BMC's reboot
 waited for, the resets sent, the versions read back; then the updated
-nodes held by burnin:ROLLOUT (a passing sat burnin --reservation
-ROLLOUT releases them) and the others given back. A failed update
+nodes held by burnin:ROLLOUT (a passing sat burnin with the lifecycle
+store releases them) and the others given back. A failed update
 stops the rollout after its stage, naming the node, component and
 step. Every step is journaled in a signed evidence bundle (--evidence);
 --resume DIR continues after a crash at any moment without sending a
