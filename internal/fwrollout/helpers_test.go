@@ -27,31 +27,13 @@ import (
 	"github.com/seamdc/seam/internal/fwimage"
 	"github.com/seamdc/seam/internal/fwupdate"
 	"github.com/seamdc/seam/internal/hold"
-	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/ledger"
 	"github.com/seamdc/seam/internal/peer"
 	"github.com/seamdc/seam/internal/redfish/bmc"
 	"github.com/seamdc/seam/internal/redfish/bmchttp"
 	"github.com/seamdc/seam/internal/scheduler/schedtest"
-	"github.com/seamdc/seam/internal/sim/fleet"
 	"github.com/seamdc/seam/internal/sim/fleet/fleettest"
 )
-
-// source is a tray's BMC side, its time the site's clock.
-type source struct {
-	f    *fleet.Fleet
-	tray *fleet.Tray
-	clk  clock.Clock
-}
-
-func (s *source) Version() uint64                  { return 1 }
-func (s *source) Graph() (*inventory.Graph, error) { return s.f.TrayGraph(s.tray), nil }
-func (s *source) Live() bmc.Live {
-	return bmc.Live{PowerState: "On", PowerW: 5000, Limit: &bmc.Limit{SetPoint: 6400, Min: 2560, Max: 6400, Mode: "Automatic"}}
-}
-func (s *source) SetPowerLimit(*float64, string) error { return nil }
-func (s *source) Reset(string) error                   { return nil }
-func (s *source) Now() time.Time                       { return s.clk.Now() }
 
 const user, pass = "admin", "seam-sim-bmc"
 
@@ -113,7 +95,7 @@ func newSite(t testing.TB, trays []string, cfg bmc.Config) *site {
 	for _, key := range trays {
 		c := cfg
 		c.Name, c.User, c.Password, c.ImageRootCAs = "bmc-"+key, user, pass, roots
-		b := bmc.New(c, &source{f: f, tray: f.Tray(key), clk: clk})
+		b := bmc.New(c, fleettest.TraySource(f, key, clk))
 		srv, err := bmc.Serve(b, "127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })

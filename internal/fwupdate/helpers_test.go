@@ -19,7 +19,6 @@ import (
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/firmware"
 	"github.com/seamdc/seam/internal/fwimage"
-	"github.com/seamdc/seam/internal/inventory"
 	"github.com/seamdc/seam/internal/peer"
 	"github.com/seamdc/seam/internal/redfish/bmc"
 	"github.com/seamdc/seam/internal/redfish/bmchttp"
@@ -28,23 +27,6 @@ import (
 )
 
 func exampleFleet(t testing.TB) *fleet.Fleet { return fleettest.Example(t) }
-
-// source is compute-03's BMC side, its time the test's clock: the
-// BMC's tasks and reboots move exactly as Apply's waits do.
-type source struct {
-	f    *fleet.Fleet
-	tray *fleet.Tray
-	clk  clock.Clock
-}
-
-func (s *source) Version() uint64                  { return 1 }
-func (s *source) Graph() (*inventory.Graph, error) { return s.f.TrayGraph(s.tray), nil }
-func (s *source) Live() bmc.Live {
-	return bmc.Live{PowerState: "On", PowerW: 5000, Limit: &bmc.Limit{SetPoint: 6400, Min: 2560, Max: 6400, Mode: "Automatic"}}
-}
-func (s *source) SetPowerLimit(*float64, string) error { return nil }
-func (s *source) Reset(string) error                   { return nil }
-func (s *source) Now() time.Time                       { return s.clk.Now() }
 
 const (
 	user, pass = "admin", "seam-sim-bmc"
@@ -103,7 +85,7 @@ func newWorld(t testing.TB, cfg bmc.Config) *world {
 	t.Cleanup(func() { w.images.Close() })
 
 	f := exampleFleet(t)
-	src := &source{f: f, tray: f.Tray("ma/r01/compute-03"), clk: clk}
+	src := fleettest.TraySource(f, "ma/r01/compute-03", clk)
 	cfg.Name, cfg.User, cfg.Password, cfg.ImageRootCAs = bmcName, user, pass, roots
 	w.srv, err = bmc.Serve(bmc.New(cfg, src), "127.0.0.1:0")
 	require.NoError(t, err)

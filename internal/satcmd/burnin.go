@@ -427,19 +427,30 @@ func openGate(ctx context.Context, f burninFlags, sched scheduler.Drainer, rec *
 		}
 		backend = st.Ledger(g.auth, "slurm") // burn-in's nodes go by their Slurm names (burnin.NodesFrom)
 	}
-	if rec.Active() {
-		cp, err := hold.Copy(ctx, backend, rec)
-		if err != nil {
-			g.close()
-			return nil, err
-		}
-		backend = cp
-		if sched != nil {
-			g.ledger.Sched = scheduler.DryRun(sched, rec, f.kube.peer())
-		}
+	var err error
+	if g.ledger.Backend, g.ledger.Sched, err = recording(ctx, backend, sched, rec, f.kube.peer()); err != nil {
+		g.close()
+		return nil, err
 	}
-	g.ledger.Backend = backend
 	return g, nil
+}
+
+// recording is a ledger's backend and scheduler as a dry run has them
+// (rec active): a copy of the backend's holds that records each write,
+// and the scheduler's recording twin (it reads, and records each write
+// as peer's); else as they are.
+func recording(ctx context.Context, backend hold.Backend, sched scheduler.Drainer, rec *dryrun.Recorder, peer string) (hold.Backend, scheduler.Drainer, error) {
+	if !rec.Active() {
+		return backend, sched, nil
+	}
+	cp, err := hold.Copy(ctx, backend, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sched != nil {
+		sched = scheduler.DryRun(sched, rec, peer)
+	}
+	return cp, sched, nil
 }
 
 func writeBurninReport(dir string, res *burnin.Result) error {

@@ -235,15 +235,7 @@ func TestITICMaskPoints(t *testing.T) {
 // analyser writing to dir, its clock offset from the site's.
 func simConfigWithCaptures(t *testing.T, dir, offset string) string {
 	t.Helper()
-	cfgDir := t.TempDir()
-	raw, err := os.ReadFile(filepath.Join(fixturesDir, "sim", "threemodule", "sim.cue"))
-	require.NoError(t, err)
-	// the fixture's own profiles, relative to where the copy is
-	profiles, err := filepath.Rel(cfgDir, filepath.Join(fixturesDir, "sim", "profiles"))
-	require.NoError(t, err)
-	body := strings.Replace(string(raw), `profile_dirs: ["../profiles"]`, `profile_dirs: ["`+profiles+`"]`, 1)
-	require.Contains(t, body, profiles, "the fixture's profile_dirs line moved: update this test")
-	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "sim.cue"), []byte(body), 0o644))
+	cfgDir := simConfig(t)
 	captures := "package sim\n\nsim: captures: {dir: \"" + dir + "\", offset: \"" + offset + "\", rate: \"1000 Hz\"}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "captures.cue"), []byte(captures), 0o644))
 	return cfgDir

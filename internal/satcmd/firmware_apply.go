@@ -516,18 +516,11 @@ func openFirmwareLedger(ctx context.Context, a applyFlags, rec *dryrun.Recorder,
 		}
 		backend = st.Ledger(auth, system)
 	}
-	if rec.Active() {
-		cp, err := hold.Copy(ctx, backend, rec)
-		if err != nil {
-			g.close()
-			return nil, err
-		}
-		backend = cp
-		if sched != nil {
-			sched = scheduler.DryRun(sched, rec, peer)
-		}
+	var err error
+	if g.ledger.Backend, g.ledger.Sched, err = recording(ctx, backend, sched, rec, peer); err != nil {
+		g.close()
+		return nil, err
 	}
-	g.ledger.Backend, g.ledger.Sched = backend, sched
 	return g, nil
 }
 

@@ -70,15 +70,7 @@ func newFWSite(t *testing.T) *fwSite {
 // whole site by minutes of its time.
 func startSlowSim(t *testing.T) (*sim.Opened, string) {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(fixturesDir, "sim", "threemodule", "sim.cue"))
-	require.NoError(t, err)
-	dir := t.TempDir()
-	rel, err := filepath.Rel(dir, filepath.Join(fixturesDir, "sim", "profiles"))
-	require.NoError(t, err)
-	text := strings.Replace(string(src), `profile_dirs: ["../profiles"]`, fmt.Sprintf("profile_dirs: [%q]", rel), 1)
-	text = strings.Replace(text, `rate: "100 Hz"`, `rate: "10 Hz"`, 1)
-	require.Contains(t, text, `rate: "10 Hz"`)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "sim.cue"), []byte(text), 0o644))
+	dir := simConfig(t, `rate: "100 Hz"`, `rate: "10 Hz"`)
 	o, diags, err := sim.Open(sim.Paths{Contracts: exampleDir, Fixtures: fixturesDir, Config: dir}, "", sim.SecretsFrom(func(string) (string, bool) { return "", false }), time.Time{}, nil)
 	require.NoError(t, err)
 	require.Empty(t, diags)

@@ -347,27 +347,38 @@ func TestInterlockTripDropsTheLoad(t *testing.T) {
 	assert.Equal(t, grade.Aborted, outcomes(res)["sat.l1-ma.steady.flow"])
 }
 
-// overheatConfig is the example's sim config with one more defect: the
-// loop's supply-temperature sensor reads 20.5 % high, which crosses the
-// 36.5 degC interlock once the load warms the loop a little.
-func overheatConfig(t *testing.T) string {
+// simConfig is a directory holding the example's sim config with each
+// old text replaced by its new one (pairs; each must be there), its
+// profiles the fixture's own.
+func simConfig(t *testing.T, oldNew ...string) string {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(fixturesDir, "sim", "threemodule", "sim.cue"))
 	require.NoError(t, err)
 	dir := t.TempDir()
 	rel, err := filepath.Rel(dir, filepath.Join(fixturesDir, "sim", "profiles"))
 	require.NoError(t, err)
-	text := strings.Replace(string(src), `profile_dirs: ["../profiles"]`, fmt.Sprintf("profile_dirs: [%q]", rel), 1)
+	text := string(src)
+	oldNew = append([]string{`profile_dirs: ["../profiles"]`, fmt.Sprintf("profile_dirs: [%q]", rel)}, oldNew...)
+	for i := 0; i+1 < len(oldNew); i += 2 {
+		require.Contains(t, text, oldNew[i], "the example's sim config changed: update this test")
+		text = strings.Replace(text, oldNew[i], oldNew[i+1], 1)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sim.cue"), []byte(text), 0o644))
+	return dir
+}
+
+// overheatConfig is the example's sim config with one more defect: the
+// loop's supply-temperature sensor reads 20.5 % high, which crosses the
+// 36.5 degC interlock once the load warms the loop a little.
+func overheatConfig(t *testing.T) string {
+	t.Helper()
 	defect := `defects: {
 		"l1-overheat": {
 			violates:    #"boundaries."l1-ma".steady."supply-temp""#
 			description: "test only: cdu-l1 reads its supply temperature 20.5 % high"
 			devices: "cdu-l1": points: "supply-temp": factor: 1.205
 		}`
-	text = strings.Replace(text, "defects: {", defect, 1)
-	require.Contains(t, text, "l1-overheat")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "sim.cue"), []byte(text), 0o644))
-	return dir
+	return simConfig(t, "defects: {", defect)
 }
 
 // tripWatch follows the simulation step by step: when the supply
@@ -519,15 +530,7 @@ func serveSimHere(t *testing.T, scale float64) (*sim.Opened, string) {
 // after it read 0 kW and the operator (the simulator) confirmed.
 func TestWatchdogTripIsAnEvent(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile(filepath.Join(fixturesDir, "sim", "threemodule", "sim.cue"))
-	require.NoError(t, err)
-	dir := t.TempDir()
-	rel, err := filepath.Rel(dir, filepath.Join(fixturesDir, "sim", "profiles"))
-	require.NoError(t, err)
-	text := strings.Replace(string(src), `profile_dirs: ["../profiles"]`, fmt.Sprintf("profile_dirs: [%q]", rel), 1)
-	text = strings.Replace(text, `loadbanks: {watchdog: "3 s", remote: true}`, `loadbanks: {watchdog: "0.5 s", remote: true}`, 1)
-	require.Contains(t, text, `"0.5 s"`)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "sim.cue"), []byte(text), 0o644))
+	dir := simConfig(t, `loadbanks: {watchdog: "3 s", remote: true}`, `loadbanks: {watchdog: "0.5 s", remote: true}`)
 
 	out := filepath.Join(t.TempDir(), "ev")
 	args := []string{"run", examplePlan(t, plan.SAT), "--sim", "--contracts", exampleDir, "--fixtures", fixturesDir,

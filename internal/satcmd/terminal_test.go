@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seamdc/seam/internal/evidence"
-	"github.com/seamdc/seam/internal/plan"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/seamdc/seam/internal/evidence"
+	"github.com/seamdc/seam/internal/plan"
 )
 
 // openPTY opens a pseudo-terminal's follower side: a real terminal for
