@@ -28,6 +28,7 @@ const (
 	RuleReset       = "FW007" // an OnReset update without a reset: never applied
 	RulePolicy      = "FW008" // a policy the inventory cannot meet
 	RuleUnlimited   = "FW009" // a policy that limits nothing (warning)
+	RuleUnsigned    = "FW010" // a policy that names no signer: anyone who edits the baseline changes what apply installs (warning)
 )
 
 // Rules describes every rule id a baseline's vet can report.
@@ -48,6 +49,7 @@ var Rules = map[string]string{
 	RuleReset:              "an update applied OnReset that names no reset: it would never take effect",
 	RulePolicy:             "a policy the inventory cannot meet: a rack or scale-up domain larger than a stage may be",
 	RuleUnlimited:          "a policy that limits neither racks per module nor nodes per stage: one stage would update everything",
+	RuleUnsigned:           "a policy that names no party to sign the baseline: apply takes it unsigned",
 }
 
 // Set is a firmware directory: the baselines by key and the policy.
@@ -105,6 +107,9 @@ type Policy struct {
 	WholeScaleUpDomains bool     `json:"whole_scale_up_domains"`
 	ControlPlanesApart  bool     `json:"control_planes_apart"`
 	MaxNodesPerStage    int      `json:"max_nodes_per_stage,omitempty"`
+	// SignedBy are the parties who must sign the baseline (sat firmware
+	// sign) for apply to use it.
+	SignedBy []string `json:"signed_by,omitempty"`
 	Pos                 diag.Pos `json:"-"`
 }
 

@@ -147,6 +147,7 @@ func (d *decoder) policy(v cue.Value) Policy {
 	p.MaxNodesPerStage = intOf("max_nodes_per_stage")
 	p.WholeScaleUpDomains, _ = lookup(v, "whole_scale_up_domains").Bool()
 	p.ControlPlanesApart, _ = lookup(v, "control_planes_apart").Bool()
+	p.SignedBy = strs(lookup(v, "signed_by"))
 	return p
 }
 

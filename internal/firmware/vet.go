@@ -143,6 +143,10 @@ func policy(set *Set, s *Site) diag.List {
 		out.Warnf(RuleUnlimited, pos, "policy", "policy: neither max_racks_per_module nor max_nodes_per_stage is set: after the canary, one stage would update every rack at once").Hint =
 			"state how much a stage may take down: policy: {max_racks_per_module: 1}"
 	}
+	if len(p.SignedBy) == 0 {
+		out.Warnf(RuleUnsigned, pos, "policy", "policy: signed_by names no party: anyone who can edit this directory changes what sat firmware apply installs, and apply takes it unsigned").Hint =
+			"name the vendor who vouches for the baseline: policy: {signed_by: [\"GPUWorks\"]}, then sat firmware sign --party GPUWorks"
+	}
 	var worst *unit
 	for _, u := range units(s, p.WholeScaleUpDomains, nil) {
 		if tooBig(p, u) && (worst == nil || u.nodes > worst.nodes) {

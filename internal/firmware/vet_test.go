@@ -52,6 +52,7 @@ baselines: {
 policy: {
 	canary: racks: 1
 	max_racks_per_module: 1
+	signed_by: ["GPUWorks"]
 }
 `
 
@@ -99,8 +100,12 @@ func TestVetRules(t *testing.T) {
 			rule: RulePolicy, at: "policy: {", message: "policy: rack ma/r01 holds 18 nodes, more than a stage may take (max_nodes_per_stage 10): a stage updates a rack whole", hint: "raise max_nodes_per_stage to 18 or more"},
 		{name: "a policy that limits nothing", replace: []string{"\tmax_racks_per_module: 1\n", ""},
 			rule: RuleUnlimited, warning: true, at: "policy: {", message: "neither max_racks_per_module nor max_nodes_per_stage is set"},
-		{name: "no policy", replace: []string{"policy: {\n\tcanary: racks: 1\n\tmax_racks_per_module: 1\n}\n", ""},
+		{name: "no policy", replace: []string{"policy: {\n\tcanary: racks: 1\n\tmax_racks_per_module: 1\n\tsigned_by: [\"GPUWorks\"]\n}\n", ""},
 			rule: RuleUnlimited, warning: true, message: "one stage would update every rack at once"},
+		{name: "no signer", replace: []string{"\tsigned_by: [\"GPUWorks\"]\n", ""},
+			rule: RuleUnsigned, warning: true, at: "policy: {", message: "signed_by names no party", hint: "sat firmware sign --party GPUWorks"},
+		{name: "schema: a signer that cannot be a file name", replace: []string{`signed_by: ["GPUWorks"]`, `signed_by: ["GPU Works"]`},
+			rule: cueload.RuleSchema, at: `signed_by: ["GPU Works"]`, message: "signed_by"},
 		{name: "schema: apply time", replace: []string{`apply_time: "Immediate"`, `apply_time: "Later"`},
 			rule: cueload.RuleSchema, at: `apply_time: "Later"`, message: "apply_time"},
 		{name: "schema: targets missing", replace: []string{"\t\t\ttargets: [\"/redfish/v1/UpdateService/FirmwareInventory/BIOS\"]\n\t\t\tapply_time: \"OnReset\"\n\t\t\treset: \"system\"\n\t\t}", "\t\t\tapply_time: \"OnReset\"\n\t\t\treset: \"system\"\n\t\t}"},
@@ -192,7 +197,7 @@ func TestExampleBaseline(t *testing.T) {
 	require.Len(t, c.Components, 2)
 	assert.Equal(t, "bmc", c.Components[0].Name, "in order's order, not by name")
 	assert.Equal(t, []string{"bmc"}, c.Components[1].After)
-	assert.Equal(t, Policy{CanaryRacks: 1, MaxRacksPerModule: 1, WholeScaleUpDomains: true, ControlPlanesApart: true, Pos: set.Policy.Pos}, set.Policy)
+	assert.Equal(t, Policy{CanaryRacks: 1, MaxRacksPerModule: 1, WholeScaleUpDomains: true, ControlPlanesApart: true, SignedBy: []string{"GPUWorks"}, Pos: set.Policy.Pos}, set.Policy)
 	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, set.Digest)
 
 	again, _, err := Load(writeFiles(t, map[string]string{"a.cue": "package firmware\n\n// reformatted, same value\n" + strings.ReplaceAll(readFile(t, exampleDir+"/firmware/baseline.cue"), "package firmware\n", "")}))
@@ -202,7 +207,7 @@ func TestExampleBaseline(t *testing.T) {
 
 // Every rule a vet can report is described (SARIF's rules, the docs).
 func TestRulesDescribed(t *testing.T) {
-	for _, r := range []string{RuleMixedDomain, RuleDigest, RuleOrder, RuleCycle, RuleComponent, RuleModel, RuleReset, RulePolicy, RuleUnlimited} {
+	for _, r := range []string{RuleMixedDomain, RuleDigest, RuleOrder, RuleCycle, RuleComponent, RuleModel, RuleReset, RulePolicy, RuleUnlimited, RuleUnsigned} {
 		assert.NotEmpty(t, Rules[r], r)
 		assert.Contains(t, readFile(t, "../../docs/firmware.md"), "| "+r+" |", "docs/firmware.md's table lacks %s", r)
 	}

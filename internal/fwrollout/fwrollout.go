@@ -54,8 +54,10 @@ type Target struct {
 // Config is one rollout's.
 type Config struct {
 	Plan *firmware.Plan
-	// PlanDigest is the plan file's, for the journal.
+	// PlanDigest is the plan file's, for the journal; Signatures the
+	// baseline's, as checked.
 	PlanDigest string
+	Signatures []firmware.Signature
 	// Stages limits the rollout to these stage numbers (nil: every one).
 	Stages []int
 	// Ledger holds the stages' nodes and drains them (its Sched may be
@@ -110,6 +112,8 @@ type StartRecord struct {
 	Stages   []int  `json:"stages"`
 	By       string `json:"by"`
 	Resumed  bool   `json:"resumed,omitempty"`
+	// Signatures are the baseline's (none: its policy names no signer).
+	Signatures []firmware.Signature `json:"signatures,omitempty"`
 }
 
 // StageRecord is a KindStage or KindStageEnd record's data.
@@ -204,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &rollout{cfg: cfg}
 	res := &Result{}
 	start := StartRecord{Rollout: cfg.Plan.Rollout, Site: cfg.Plan.Site, Baseline: cfg.Plan.Baseline.Digest, Plan: cfg.PlanDigest,
-		Stages: cfg.Stages, By: cfg.By, Resumed: cfg.State.Start != nil}
+		Stages: cfg.Stages, By: cfg.By, Resumed: cfg.State.Start != nil, Signatures: cfg.Signatures}
 	if err := r.record(KindStart, start, true); err != nil {
 		return res, err
 	}

@@ -10,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/seamdc/seam/internal/cli"
 	"github.com/seamdc/seam/internal/contract"
@@ -19,6 +22,7 @@ import (
 	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/lifecycle"
 	"github.com/seamdc/seam/internal/lifecycle/lifecyclecmd"
+	"github.com/seamdc/seam/internal/sign"
 	"github.com/seamdc/seam/internal/version"
 )
 
@@ -29,6 +33,8 @@ func init() {
 			"sat firmware vet --contracts contracts/examples/threemodule").
 		Sub("plan", "what differs from the baseline, and the rollout's stages by failure domain under the site's policy (--what-if: each stage's blast radius)",
 			"sat firmware plan --contracts contracts/examples/threemodule --discovery out/discovery.json --what-if").
+		Sub("sign", "sign the firmware baseline as a party its policy names (signed_by), with an SSH key the contracts' allowed signers list",
+			"sat firmware sign --contracts contracts/examples/threemodule --party GPUWorks --key ~/.ssh/id_ed25519").
 		Sub("apply", "apply a plan stage by stage: holds and drains, updates through each BMC's UpdateService, burn-in holds after; journaled, resumable (--resume), --dry-run",
 			"sat firmware apply --contracts contracts/examples/threemodule --plan plan.json --site /tmp/site --images images/ --evidence out/fw-1")
 }
@@ -56,6 +62,13 @@ tray's updates in order, resets and checks; --what-if adds its blast
 radius. The plan records the baseline's digest: apply refuses a
 baseline changed since.
 
+sign writes the party's statement of the baseline's canonical digest
+and its SSH signature (the contract namespace) into the baseline's
+signatures/: the key must be one the allowed signers (default
+DIR/signatures/allowed_signers) list for the party. Every party the
+policy's signed_by names must have signed the baseline as it is before
+apply uses it.
+
 apply runs a plan's stages in order. For each: the stage's nodes held in
 the ledger by firmware:ROLLOUT-sNN (the lifecycle store's with
 --lifecycle), which drains them through --scheduler; the jobs on them
@@ -80,12 +93,15 @@ discovery's tray).`
 var firmwareUsage = map[string]string{
 	"vet":  "--contracts DIR [--baseline DIR] [--format text|json|github|sarif]",
 	"plan": "--contracts DIR --discovery FILE [--baseline DIR] [--holds FILE | --lifecycle STORE] [--module M] [--format text|json] [--what-if] [-o FILE]",
+	"sign": "--contracts DIR --party NAME --key KEY [--baseline DIR] [--allowed-signers FILE]",
 	"apply": "--contracts DIR --plan FILE --site BINDING --images DIR (--evidence DIR | --resume DIR | --dry-run) [--stages 1,3-5] [--lifecycle STORE --lifecycle-key KEY] " +
 		"[--scheduler slurm|kubernetes|none] [--jobs-deadline 1h] [--sign-key KEY] [--listen ADDR --tls-cert F --tls-key F]",
 }
 
 type firmwareFlags struct {
 	contracts, baseline, discovery, holds, store, module, rollout, format, out string
+	allowed, party                                                             string
+	key                                                                        keyFlags
 	whatIf                                                                     bool
 	apply                                                                      applyFlags
 }
@@ -95,7 +111,7 @@ func runFirmware(args []string, stdout, stderr io.Writer) int {
 }
 
 func runFirmwareEnv(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
-	if code, done := subcommand(args, stderr, "firmware", firmwareHelp, "vet", "plan", "apply"); done {
+	if code, done := subcommand(args, stderr, "firmware", firmwareHelp, "vet", "plan", "sign", "apply"); done {
 		return code
 	}
 	name := "firmware " + args[0]
@@ -108,6 +124,12 @@ func runFirmwareEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 		fs.StringVar(&f.format, "format", "text", "diagnostics as text, json, github or sarif")
 	case "apply":
 		f.apply.add(fs)
+		fs.StringVar(&f.allowed, "allowed-signers", "", "the allowed signers the baseline's signatures are checked against (default DIR/signatures/allowed_signers)")
+	case "sign":
+		fs.StringVar(&f.party, "party", "", "the party you sign as: one the baseline's policy names in signed_by (required)")
+		fs.StringVar(&f.key.key, "key", "", "the SSH key to sign with: a private key, or a public key whose private key ssh-agent holds (required)")
+		fs.StringVar(&f.key.passEnv, "passphrase-env", "", "the environment variable holding the key's passphrase")
+		fs.StringVar(&f.allowed, "allowed-signers", "", "the allowed signers the key must be listed in for the party (default DIR/signatures/allowed_signers, if present)")
 	default:
 		fs.StringVar(&f.discovery, "discovery", "", "what the BMCs report: sat discover --format json's output (required)")
 		fs.StringVar(&f.holds, "holds", "", "the holds already in the ledger: sat lifecycle hold list --format json's output")
@@ -135,6 +157,8 @@ func runFirmwareEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 		err = cli.Usagef("give the holds as --holds FILE or --lifecycle STORE, not both")
 	case args[0] == "apply":
 		err = f.apply.check()
+	case args[0] == "sign" && (f.party == "" || f.key.key == ""):
+		err = cli.Usagef("--party and --key are required")
 	}
 	if err != nil {
 		return fail(stderr, name, fs, err)
@@ -147,6 +171,8 @@ func runFirmwareEnv(args []string, stdout, stderr io.Writer, lookupEnv func(stri
 		return firmwareVet(f, stdout, stderr)
 	case "apply":
 		return firmwareApply(f, stdout, stderr, lookupEnv)
+	case "sign":
+		return firmwareSign(f, stdout, stderr, lookupEnv)
 	}
 	return firmwarePlan(f, stdout, stderr, lookupEnv)
 }
@@ -339,4 +365,60 @@ func writePlan(p *firmware.Plan, f firmwareFlags, stdout io.Writer) error {
 		return err
 	}
 	return os.WriteFile(f.out, b.Bytes(), 0o644)
+}
+
+// firmwareSign signs the baseline as --party, with --key, which the
+// allowed signers must list for the party.
+func firmwareSign(f firmwareFlags, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	err := func() error {
+		set, diags, err := firmware.Load(f.baseline)
+		if err != nil {
+			return err
+		}
+		if n := diags.Count(diag.Error); n > 0 || set == nil {
+			diag.Text(stderr, diags.Rebase(f.baseline))
+			return fmt.Errorf("the firmware baseline in %s has %d error(s): fix them before signing it", f.baseline, n)
+		}
+		if !slices.Contains(set.Policy.SignedBy, f.party) {
+			return fmt.Errorf("the baseline's policy names %q as signers, not %s: add the party to policy.signed_by first", set.Policy.SignedBy, f.party)
+		}
+		allowed, _, err := allowedSigners(f, false)
+		if err != nil {
+			return err
+		}
+		signer, err := loadSSHSigner(f.key, lookupEnv)
+		if err != nil {
+			return err
+		}
+		path, err := firmware.Sign(set, f.party, signer, allowed, time.Now(), "sat "+version.Version)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "signed the firmware baseline %s (%s) as %s with key %s: %s and %s.sig\n", f.baseline, set.Digest, f.party,
+			ssh.FingerprintSHA256(signer.PublicKey()), path, path)
+		return nil
+	}()
+	if err != nil {
+		fmt.Fprintf(stderr, "sat firmware sign: %v\n", err)
+		return cli.ExitTool
+	}
+	return cli.ExitOK
+}
+
+// allowedSigners reads --allowed-signers, else DIR/signatures/
+// allowed_signers: nil when that default is missing and need is
+// false.
+func allowedSigners(f firmwareFlags, need bool) (*sign.AllowedSigners, string, error) {
+	file := f.allowed
+	if file == "" {
+		file = filepath.Join(f.contracts, sign.SigDir, sign.AllowedSignersFile)
+		if _, err := os.Stat(file); err != nil && !need {
+			return nil, file, nil
+		}
+	}
+	a, err := sign.ReadAllowedSigners(file)
+	if err != nil {
+		return nil, file, fmt.Errorf("allowed signers: %w", err)
+	}
+	return a, file, nil
 }

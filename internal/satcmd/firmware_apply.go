@@ -169,7 +169,8 @@ func applyRollout(ctx context.Context, f firmwareFlags, a applyFlags, stdout, st
 		return nil, err
 	}
 	stages, _ := parseStages(a.stages)
-	if err := checkBaseline(p, f.baseline); err != nil {
+	sigs, err := checkBaseline(p, f)
+	if err != nil {
 		return nil, err
 	}
 	var rec *dryrun.Recorder
@@ -201,7 +202,7 @@ func applyRollout(ctx context.Context, f firmwareFlags, a applyFlags, stdout, st
 	if gate.by != "" {
 		a.by = gate.by // the store's member who signs the holds
 	}
-	cfg := fwrollout.Config{Plan: p, PlanDigest: planDigest, Stages: stages, Ledger: gate.ledger, Clock: clk, By: a.by,
+	cfg := fwrollout.Config{Plan: p, PlanDigest: planDigest, Signatures: sigs, Stages: stages, Ledger: gate.ledger, Clock: clk, By: a.by,
 		Parallel: sb.access.WithDefaults().Parallel, JobsDeadline: a.jobsDeadline, DryRun: a.dryRun,
 		Update:   fwupdate.Options{Writable: sb.bmcs.Writable, DryRun: rec, Push: a.push},
 		Progress: func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }}
@@ -236,6 +237,7 @@ func applyRollout(ctx context.Context, f firmwareFlags, a applyFlags, stdout, st
 		verb = fmt.Sprintf("resuming (%d stage(s) and %d tray(s) finished)", len(cfg.State.StagesDone), len(cfg.State.Trays))
 	}
 	fmt.Fprintf(stdout, "%s rollout %s of %s: %d stage(s), %d at once; ledger: %s\n", verb, p.Rollout, p.Site, countStages(p, stages), cfg.Parallel, gate.where)
+	fmt.Fprintln(stdout, signedLine(sigs))
 	if srv != nil {
 		fmt.Fprintf(stdout, "images served at %s, one-time URLs\n", srv.URL())
 	}
@@ -272,20 +274,41 @@ func countStages(p *firmware.Plan, only []int) int {
 	return n
 }
 
-// checkBaseline refuses a baseline changed since the plan was made.
-func checkBaseline(p *firmware.Plan, dir string) error {
+// checkBaseline refuses a baseline changed since the plan was made, or
+// not signed as it is by every party its policy names; it returns the
+// signatures.
+func checkBaseline(p *firmware.Plan, f firmwareFlags) ([]firmware.Signature, error) {
+	dir := f.baseline
 	set, diags, err := firmware.Load(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n := diags.Count(diag.Error); n > 0 || set == nil {
-		return fmt.Errorf("the firmware baseline in %s has %d error(s): sat firmware vet says which", dir, n)
+		return nil, fmt.Errorf("the firmware baseline in %s has %d error(s): sat firmware vet says which", dir, n)
 	}
 	if set.Digest != p.Baseline.Digest {
-		return fmt.Errorf("the firmware baseline in %s is %s, the plan %s was made from %s: the baseline changed since; make the plan again (sat firmware plan)",
+		return nil, fmt.Errorf("the firmware baseline in %s is %s, the plan %s was made from %s: the baseline changed since; make the plan again (sat firmware plan)",
 			dir, set.Digest, p.Rollout, p.Baseline.Digest)
 	}
-	return nil
+	if len(set.Policy.SignedBy) == 0 {
+		return nil, nil // FW010 warns of it
+	}
+	allowed, file, err := allowedSigners(f, true)
+	if err != nil {
+		return nil, fmt.Errorf("the baseline's policy names signers (%s), whose keys %s must list: %w", strings.Join(set.Policy.SignedBy, ", "), file, err)
+	}
+	sigs := firmware.Signatures(set, allowed, time.Now())
+	var bad []string
+	for _, s := range sigs {
+		if s.State != firmware.Signed {
+			bad = append(bad, fmt.Sprintf("%s: %s (%s)", s.Party, s.State, s.Why))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("the firmware baseline in %s (%s) is not signed as its policy requires, so nothing is applied:\n  %s\nthe party signs it with sat firmware sign --party NAME",
+			dir, set.Digest, strings.Join(bad, "\n  "))
+	}
+	return sigs, nil
 }
 
 // findImages reads the directory's files' digests, and finds each
@@ -588,4 +611,16 @@ func writeApplied(w io.Writer, res *fwrollout.Result, a applyFlags) {
 		return
 	}
 	fmt.Fprintf(w, "sat firmware apply: %d stage(s), %d tray(s), %d update(s) sent; %d node(s) wait for their burn-in\n", len(res.Stages), trays, updates, nodes)
+}
+
+// signedLine says who signed the baseline.
+func signedLine(sigs []firmware.Signature) string {
+	if len(sigs) == 0 {
+		return "baseline: unsigned (its policy names no signer: FW010)"
+	}
+	parts := make([]string, len(sigs))
+	for i, s := range sigs {
+		parts[i] = fmt.Sprintf("%s (key %s, %s)", s.Party, s.Key, s.SignedAt)
+	}
+	return "baseline signed by " + strings.Join(parts, ", ")
 }

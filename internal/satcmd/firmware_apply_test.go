@@ -37,7 +37,7 @@ import (
 type fwSite struct {
 	o                      *sim.Opened
 	site, baseline, images string
-	plan                   string
+	plan, allowed          string
 	p                      *firmware.Plan
 }
 
@@ -62,6 +62,19 @@ func newFWSite(t *testing.T) *fwSite {
 	var err error
 	s.p, _, err = firmware.ReadPlan(s.plan)
 	require.NoError(t, err)
+
+	// the baseline's policy names GPUWorks: unsigned, it is refused
+	key, pub := sshKey(t)
+	text, err := os.ReadFile(pub)
+	require.NoError(t, err)
+	s.allowed = filepath.Join(t.TempDir(), "allowed_signers")
+	require.NoError(t, os.WriteFile(s.allowed, []byte(`GPUWorks namespaces="seam-contract" `+string(text)), 0o644))
+	code, stdout, stderr := s.apply(t, "--stages", "1", "--dry-run")
+	require.Equal(t, 1, code, stdout+stderr)
+	assert.Contains(t, stderr, "is not signed as its policy requires, so nothing is applied:\n  GPUWorks: missing (no "+filepath.Join(s.baseline, "signatures", "GPUWorks.json")+": sat firmware sign --party GPUWorks)")
+	code, stdout, stderr = sat(t, "firmware", "sign", "--contracts", exampleDir, "--baseline", s.baseline, "--party", "GPUWorks", "--key", key, "--allowed-signers", s.allowed)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "signed the firmware baseline "+s.baseline)
 	return s
 }
 
@@ -124,7 +137,7 @@ func (s *fwSite) writeBaseline(t *testing.T) {
 func (s *fwSite) apply(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	return sat(t, append([]string{"firmware", "apply", "--contracts", exampleDir, "--baseline", s.baseline, "--plan", s.plan,
-		"--site", s.site, "--images", s.images}, args...)...)
+		"--site", s.site, "--images", s.images, "--allowed-signers", s.allowed}, args...)...)
 }
 
 // updates are the stages' trays' update counts, by tray and component.
@@ -200,6 +213,7 @@ func fwStageByStage(t *testing.T, s *fwSite, key, trust string) {
 	assert.Contains(t, stdout, "would POST ")
 	assert.Contains(t, stdout, "would write to the ledger: hold firmware:"+s.p.Rollout+"-s01 on 18 node(s)")
 	assert.Contains(t, stdout, "dry run: nothing was written")
+	assert.Regexp(t, `baseline signed by GPUWorks \(key SHA256:\S+, 20\d\d-`, stdout)
 	after, err := os.ReadFile(store)
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "a dry run writes nothing to the store")
@@ -345,7 +359,7 @@ func fwKilled(t *testing.T, s *fwSite, key, trust string) {
 	run := func(kill time.Duration) error {
 		first := 1 + 3*chain
 		args := []string{"firmware", "apply", "--contracts", exampleDir, "--baseline", s.baseline, "--plan", plan, "--site", s.site,
-			"--images", s.images, "--sign-key", key, "--lifecycle", store, "--lifecycle-key", ops, "--stages", fmt.Sprintf("%d-%d", first, first+2)}
+			"--images", s.images, "--allowed-signers", s.allowed, "--sign-key", key, "--lifecycle", store, "--lifecycle-key", ops, "--stages", fmt.Sprintf("%d-%d", first, first+2)}
 		if _, err := os.Stat(ev); err == nil {
 			args = append(args, "--resume", ev)
 		} else {

@@ -122,3 +122,10 @@ func fmtTime(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// KeyAllowed says why allowed does not list key for principal in the
+// contract namespace at now (nil: it does): a signer learns of a wrong
+// key before it signs.
+func KeyAllowed(key ssh.PublicKey, allowed *AllowedSigners, principal string, now time.Time) error {
+	return keyAllowed(key, allowed, principal, now)
+}
