@@ -77,8 +77,10 @@ type Config struct {
 	// before it is sent.
 	Grant func(tray, bmc string, u firmware.Update) (string, error)
 	// Update are fwupdate's options for every BMC (Login and URL are
-	// set per tray).
-	Update fwupdate.Options
+	// set per tray). With Update.Push, ImageFiles (by bare sha256) are
+	// the files pushed.
+	Update     fwupdate.Options
+	ImageFiles map[string]string
 	// Parallel is how many trays are updated at once (default 64).
 	Parallel int
 	// JobsDeadline is how long a stage waits for the jobs on its drained

@@ -166,3 +166,25 @@ func finish(t *testing.T, b *evidence.Bundle) {
 	_, err := b.Finish(evidence.Meta{ToolVersion: "test", PlanDigest: "sha256:test", Outcome: "passed"})
 	require.NoError(t, err)
 }
+
+// With Push, each image goes to the BMC in a multipart push of its file
+// (checked against its digest first): the image server serves nothing.
+func TestRolloutPushesImages(t *testing.T) {
+	s := newSite(t, trays[:2], bmc.Config{})
+	b := s.bundle(filepath.Join(t.TempDir(), "ev"))
+	cfg := s.config(bundleJournal{b}, nil)
+	cfg.Update.Push, cfg.ImageFiles = true, s.files
+	res, err := s.run(cfg, context.Background())
+	require.NoError(t, err)
+	finish(t, b)
+	for _, key := range trays[:2] {
+		require.Equal(t, map[string]int{"bmc": 1, "bios": 1}, s.updates(key), key)
+	}
+	require.Empty(t, s.images.Fetches(), "pushed, not fetched")
+	require.Len(t, res.Stages, 1)
+	for _, tr := range res.Stages[0].Trays {
+		for _, r := range tr.Results {
+			require.True(t, r.Sent, "%s %s", tr.Tray, r.Component)
+		}
+	}
+}

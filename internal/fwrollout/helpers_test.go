@@ -51,6 +51,7 @@ type site struct {
 	clk    *clock.Lockstep
 	images *fwimage.Server
 	sums   map[string]string // component → bare hex sha256
+	files  map[string]string // bare hex sha256 → the image's file
 	bmcs   map[string]*bmc.BMC
 	urls   map[string]string
 	access bmchttp.Access
@@ -75,7 +76,7 @@ func newSite(t testing.TB, trays []string, cfg bmc.Config) *site {
 	require.NoError(t, err)
 	roots := x509.NewCertPool()
 	require.True(t, roots.AppendCertsFromPEM(pem))
-	s := &site{t: t, clk: clk, sums: map[string]string{}, bmcs: map[string]*bmc.BMC{}, urls: map[string]string{}}
+	s := &site{t: t, clk: clk, sums: map[string]string{}, files: map[string]string{}, bmcs: map[string]*bmc.BMC{}, urls: map[string]string{}}
 	var ims []fwimage.Image
 	for comp, v := range to {
 		data := bmc.MakeImage(comp, v, 16<<10)
@@ -83,6 +84,7 @@ func newSite(t testing.TB, trays []string, cfg bmc.Config) *site {
 		require.NoError(t, os.WriteFile(p, data, 0o644))
 		sum := sha256.Sum256(data)
 		s.sums[comp] = hex.EncodeToString(sum[:])
+		s.files[s.sums[comp]] = p
 		ims = append(ims, fwimage.Image{Digest: "sha256:" + s.sums[comp], Path: p, Name: comp + " " + v})
 	}
 	s.images, err = fwimage.New(ims, fwimage.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, Clock: clk, TTL: 24 * time.Hour})

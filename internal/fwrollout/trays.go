@@ -58,6 +58,7 @@ func (r *rollout) tray(ctx context.Context, stage int, tp *firmware.TrayPlan) Tr
 	ups := make([]fwupdate.Update, len(tp.Updates))
 	for i, u := range tp.Updates {
 		ups[i] = fwupdate.FromPlan(u, "")
+		ups[i].ImageFile = r.cfg.ImageFiles[u.SHA256]
 		if p, ok := r.cfg.State.Updates[updateKey(tp.Key, u.Component)]; ok {
 			ups[i].Resume, ups[i].MaybeSent = p.Monitor, p.Sending
 		}

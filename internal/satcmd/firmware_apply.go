@@ -204,7 +204,7 @@ func applyRollout(ctx context.Context, f firmwareFlags, a applyFlags, stdout, st
 	}
 	cfg := fwrollout.Config{Plan: p, PlanDigest: planDigest, Signatures: sigs, Stages: stages, Ledger: gate.ledger, Clock: clk, By: a.by,
 		Parallel: sb.access.WithDefaults().Parallel, JobsDeadline: a.jobsDeadline, DryRun: a.dryRun,
-		Update:   fwupdate.Options{Writable: sb.bmcs.Writable, DryRun: rec, Push: a.push},
+		Update: fwupdate.Options{Writable: sb.bmcs.Writable, DryRun: rec, Push: a.push}, ImageFiles: images,
 		Progress: func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }}
 	cfg.Target, err = rolloutTargets(sb, p, stages)
 	if err != nil {
