@@ -577,8 +577,10 @@ func rolloutBundle(a applyFlags, p *firmware.Plan, planDigest string, clk clock.
 	if err != nil {
 		return nil, nil, fmt.Errorf("--resume: %w", err)
 	}
-	if s := before.Start; s == nil || s.Rollout != p.Rollout || s.Plan != planDigest {
-		return nil, nil, fmt.Errorf("--resume %s: not a rollout of this plan (%s, %s): resume it with the plan it began with", a.resume, p.Rollout, planDigest)
+	// a run stopped before it recorded its start did nothing yet
+	if s := before.Start; s != nil && (s.Rollout != p.Rollout || s.Plan != planDigest) {
+		return nil, nil, fmt.Errorf("--resume %s: a rollout of another plan (%s, %s), not of %s (%s, %s): resume it with the plan it began with",
+			a.resume, s.Rollout, s.Plan, a.plan, p.Rollout, planDigest)
 	}
 	b, _, err := evidence.Resume(a.resume, clk, opt, nil)
 	if err != nil {

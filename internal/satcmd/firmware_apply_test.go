@@ -297,6 +297,7 @@ func fwStageByStage(t *testing.T, s *fwSite, key, trust string) {
 // starts), naming the node, component and step; after the repair
 // --resume finishes it without sending any finished update again.
 func fwFailedStage(t *testing.T, s *fwSite, key, trust string) {
+	whole := s.plan
 	plan, cut := s.cut(t, []int{2, 3}, 3)
 	s = cut
 	s.plan = plan
@@ -312,6 +313,11 @@ func fwFailedStage(t *testing.T, s *fwSite, key, trust string) {
 	assert.Empty(t, s.updates(3), "stage 3 never started")
 	require.NoError(t, b.SetFault(bmc.FaultUpdateFails, false))
 	sent := s.updates(2)
+	code, _, stderr = sat(t, "firmware", "apply", "--contracts", exampleDir, "--baseline", s.baseline, "--plan", whole, "--site", s.site,
+		"--images", s.images, "--allowed-signers", s.allowed, "--stages", "2-3", "--resume", ev)
+	require.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "a rollout of another plan")
+	assert.Equal(t, sent, s.updates(2), "refused before any update")
 	code, stdout, stderr = s.apply(t, "--stages", "2-3", "--resume", ev, "--sign-key", key)
 	require.Equal(t, 0, code, stdout+stderr)
 	got := s.updates(2, 3)
