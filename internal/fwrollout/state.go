@@ -19,6 +19,8 @@ type State struct {
 	// Updates are the updates begun and not known to have ended, by
 	// tray and component.
 	Updates map[string]Pending
+	// Ended is set when the rollout recorded its end (every stage passed).
+	Ended bool
 	// Records counts the records read.
 	Records int
 }
@@ -58,6 +60,8 @@ func (st *State) add(r evidence.Record) error {
 		}
 		st.Start = &StartRecord{}
 		return json.Unmarshal(r.Data, st.Start)
+	case KindRolloutOK:
+		st.Ended = true
 	case KindStageEnd:
 		var s StageRecord
 		if err := json.Unmarshal(r.Data, &s); err != nil {

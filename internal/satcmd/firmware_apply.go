@@ -139,6 +139,9 @@ func firmwareApply(f firmwareFlags, stdout, stderr io.Writer, lookupEnv func(str
 	res, err := applyRollout(ctx, f, a, stdout, stderr, lookupEnv)
 	var stopped *stoppedError
 	switch {
+	case errors.Is(err, errFinished):
+		fmt.Fprintf(stdout, "%s: nothing to do (sat verify %s)\n", err, a.resume)
+		return cli.ExitOK
 	case errors.As(err, &stopped):
 		fmt.Fprintf(stderr, "sat firmware apply: %v\n", stopped.err)
 		fmt.Fprintf(stdout, "the rollout stopped; its evidence %s is kept: once the cause is dealt with, continue it with --resume %s\n", stopped.dir, stopped.dir)
@@ -150,6 +153,9 @@ func firmwareApply(f firmwareFlags, stdout, stderr io.Writer, lookupEnv func(str
 	writeApplied(stdout, res, a)
 	return cli.ExitOK
 }
+
+// errFinished is a resumed rollout that had finished.
+var errFinished = errors.New("the rollout finished already")
 
 // stoppedError is a rollout stopped by a stage (a failed update, jobs
 // that did not leave): its bundle stays open, to be resumed.
@@ -584,6 +590,10 @@ func rolloutBundle(a applyFlags, p *firmware.Plan, planDigest string, clk clock.
 	}
 	b, _, err := evidence.Resume(a.resume, clk, opt, nil)
 	if err != nil {
+		// a run stopped while it wrote its end: the end is kept
+		if rep, aerr := evidence.Audit(a.resume, evidence.AuditOptions{}); aerr == nil && rep.Complete && rep.OK() && before.Ended {
+			return nil, nil, errFinished
+		}
 		return nil, nil, err
 	}
 	st, err := fwrollout.ReadState(a.resume)

@@ -278,6 +278,10 @@ func fwStageByStage(t *testing.T, s *fwSite, key, trust string) {
 	}
 	code, stdout, stderr = sat(t, "verify", ev, "--trust", trust)
 	require.Equal(t, 0, code, stdout+stderr)
+	code, stdout, stderr = s.apply(t, "--stages", "1", "--resume", ev, "--sign-key", key)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "the rollout finished already: nothing to do")
+	assert.Equal(t, s.once(1), s.updates(1))
 
 	// the versions read back are the baseline's: discover again
 	code, disc, stderr := sat(t, "discover", "--site", s.site, "--racks", "ma/r01", "--format", "json")
