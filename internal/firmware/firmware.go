@@ -102,15 +102,15 @@ const (
 
 // Policy is the site's rollout policy; a zero limit is none.
 type Policy struct {
-	CanaryRacks         int      `json:"canary_racks,omitempty"`
-	MaxRacksPerModule   int      `json:"max_racks_per_module,omitempty"`
-	WholeScaleUpDomains bool     `json:"whole_scale_up_domains"`
-	ControlPlanesApart  bool     `json:"control_planes_apart"`
-	MaxNodesPerStage    int      `json:"max_nodes_per_stage,omitempty"`
+	CanaryRacks         int  `json:"canary_racks,omitempty"`
+	MaxRacksPerModule   int  `json:"max_racks_per_module,omitempty"`
+	WholeScaleUpDomains bool `json:"whole_scale_up_domains"`
+	ControlPlanesApart  bool `json:"control_planes_apart"`
+	MaxNodesPerStage    int  `json:"max_nodes_per_stage,omitempty"`
 	// SignedBy are the parties who must sign the baseline (sat firmware
 	// sign) for apply to use it.
 	SignedBy []string `json:"signed_by,omitempty"`
-	Pos                 diag.Pos `json:"-"`
+	Pos      diag.Pos `json:"-"`
 }
 
 // Component returns the baseline's component called name, or nil.
