@@ -26,7 +26,7 @@ func BenchmarkFirmwarePlan(b *testing.B) {
 	site, h, err := sitegen.Inventory(35)
 	require.NoError(b, err)
 	g, _ := inventory.Build(site, h)
-	set := exampleSet(b, Policy{CanaryRacks: 1, MaxRacksPerModule: 1, WholeScaleUpDomains: true})
+	set := exampleSet(b, Policy{CanaryRacks: 1, MaxRacksPerModule: 1, WholeScaleUpDomains: true, SignedBy: []string{"GPUWorks"}})
 	s := NewSite(g)
 	var drift []discover.Finding
 	held := map[string][]hold.Owner{}
