@@ -222,12 +222,8 @@ func applyRollout(ctx context.Context, f firmwareFlags, a applyFlags, stdout, st
 			return nil, err
 		}
 		defer srv.Close()
-		cfg.Grant = func(_, bmc string, u firmware.Update) (string, error) { return srv.Grant("sha256:"+u.SHA256, bmc) }
-	} else {
-		cfg.Grant = func(_, _ string, u firmware.Update) (string, error) {
-			return "https://image-server/images/TOKEN/" + u.Component + "-" + u.To, nil
-		}
 	}
+	cfg.Grant = grants(srv)
 	var b *evidence.Bundle
 	dir := cmp.Or(a.resume, a.evidence)
 	if !a.dryRun {
@@ -247,24 +243,41 @@ func applyRollout(ctx context.Context, f firmwareFlags, a applyFlags, stdout, st
 	if srv != nil {
 		fmt.Fprintf(stdout, "images served at %s, one-time URLs\n", srv.URL())
 	}
-	res, runErr := runUnder(ctx, clk, cfg)
-	if b == nil {
-		if runErr == nil {
-			fmt.Fprintln(stdout, "dry run: nothing was written (no BMC, ledger, scheduler or evidence)")
+	res, err := runUnder(ctx, clk, cfg)
+	return res, endRollout(b, dir, planDigest, err, stdout)
+}
+
+// grants gives each update its image URL: a one-time grant of srv's, or
+// in a dry run (srv nil) a stand-in.
+func grants(srv *fwimage.Server) func(tray, bmc string, u firmware.Update) (string, error) {
+	if srv == nil {
+		return func(_, _ string, u firmware.Update) (string, error) {
+			return "https://image-server/images/TOKEN/" + u.Component + "-" + u.To, nil
 		}
-		return res, runErr
 	}
-	if runErr != nil {
+	return func(_, bmc string, u firmware.Update) (string, error) { return srv.Grant("sha256:"+u.SHA256, bmc) }
+}
+
+// endRollout ends the evidence (b nil: a dry run, none): finished when
+// every stage passed, else sealed and left to be resumed.
+func endRollout(b *evidence.Bundle, dir, planDigest string, runErr error, stdout io.Writer) error {
+	switch {
+	case b == nil && runErr == nil:
+		fmt.Fprintln(stdout, "dry run: nothing was written (no BMC, ledger, scheduler or evidence)")
+		return nil
+	case b == nil:
+		return runErr
+	case runErr != nil:
 		if err := b.Close(); err != nil {
-			return res, errors.Join(runErr, fmt.Errorf("evidence: %w", err))
+			return errors.Join(runErr, fmt.Errorf("evidence: %w", err))
 		}
-		return res, &stoppedError{dir: dir, err: runErr}
+		return &stoppedError{dir: dir, err: runErr}
 	}
 	if _, err := b.Finish(evidence.Meta{ToolVersion: "sat firmware apply " + version.Version, PlanDigest: planDigest, Outcome: "passed"}); err != nil {
-		return res, fmt.Errorf("evidence: %w", err)
+		return fmt.Errorf("evidence: %w", err)
 	}
 	fmt.Fprintf(stdout, "evidence %s\n", dir)
-	return res, nil
+	return nil
 }
 
 func countStages(p *firmware.Plan, only []int) int {
