@@ -3,14 +3,9 @@ package fwrollout
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,10 +20,10 @@ import (
 	"github.com/seamdc/seam/internal/evidence"
 	"github.com/seamdc/seam/internal/firmware"
 	"github.com/seamdc/seam/internal/fwimage"
+	"github.com/seamdc/seam/internal/fwimage/fwimagetest"
 	"github.com/seamdc/seam/internal/fwupdate"
 	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/ledger"
-	"github.com/seamdc/seam/internal/peer"
 	"github.com/seamdc/seam/internal/redfish/bmc"
 	"github.com/seamdc/seam/internal/redfish/bmchttp"
 	"github.com/seamdc/seam/internal/scheduler/schedtest"
@@ -68,29 +63,12 @@ func newSite(t testing.TB, trays []string, cfg bmc.Config) *site {
 	t.Helper()
 	clk := clock.NewLockstep(start, nil, 0, nil)
 	t.Cleanup(clk.Close)
-	dir := t.TempDir()
-	crt, key := peer.SelfSigned(t, dir, "images")
-	pair, err := tls.LoadX509KeyPair(crt, key)
-	require.NoError(t, err)
-	pem, err := os.ReadFile(crt)
-	require.NoError(t, err)
-	roots := x509.NewCertPool()
-	require.True(t, roots.AppendCertsFromPEM(pem))
-	s := &site{t: t, clk: clk, sums: map[string]string{}, files: map[string]string{}, bmcs: map[string]*bmc.BMC{}, urls: map[string]string{}}
-	var ims []fwimage.Image
-	for comp, v := range to {
-		data := bmc.MakeImage(comp, v, 16<<10)
-		p := filepath.Join(dir, comp+".bin")
-		require.NoError(t, os.WriteFile(p, data, 0o644))
-		sum := sha256.Sum256(data)
-		s.sums[comp] = hex.EncodeToString(sum[:])
-		s.files[s.sums[comp]] = p
-		ims = append(ims, fwimage.Image{Digest: "sha256:" + s.sums[comp], Path: p, Name: comp + " " + v})
+	im := fwimagetest.Serve(t, clk, 24*time.Hour, to)
+	roots := im.Roots
+	s := &site{t: t, clk: clk, images: im.Server, sums: im.Sums, files: map[string]string{}, bmcs: map[string]*bmc.BMC{}, urls: map[string]string{}}
+	for comp, sum := range im.Sums {
+		s.files[sum] = im.Files[comp]
 	}
-	s.images, err = fwimage.New(ims, fwimage.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, Clock: clk, TTL: 24 * time.Hour})
-	require.NoError(t, err)
-	s.images.Serve()
-	t.Cleanup(func() { s.images.Close() })
 
 	f := fleettest.Example(t)
 	var names []string

@@ -2,13 +2,8 @@ package fwupdate
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +14,7 @@ import (
 	"github.com/seamdc/seam/internal/clock"
 	"github.com/seamdc/seam/internal/firmware"
 	"github.com/seamdc/seam/internal/fwimage"
-	"github.com/seamdc/seam/internal/peer"
+	"github.com/seamdc/seam/internal/fwimage/fwimagetest"
 	"github.com/seamdc/seam/internal/redfish/bmc"
 	"github.com/seamdc/seam/internal/redfish/bmchttp"
 	"github.com/seamdc/seam/internal/sim/fleet"
@@ -60,33 +55,14 @@ func newWorld(t testing.TB, cfg bmc.Config) *world {
 	t.Helper()
 	clk := clock.NewLockstep(start, nil, 0, nil)
 	t.Cleanup(clk.Close)
-	dir := t.TempDir()
-	crt, key := peer.SelfSigned(t, dir, "images")
-	pair, err := tls.LoadX509KeyPair(crt, key)
-	require.NoError(t, err)
-	pem, err := os.ReadFile(crt)
-	require.NoError(t, err)
-	roots := x509.NewCertPool()
-	require.True(t, roots.AppendCertsFromPEM(pem))
-
-	w := &world{t: t, clk: clk, roots: roots, files: map[string]string{}, sums: map[string]string{}}
-	var ims []fwimage.Image
-	for comp, v := range versionsTo {
-		data := bmc.MakeImage(comp, v, 16<<10)
-		p := filepath.Join(dir, comp+"-"+v+".bin")
-		require.NoError(t, os.WriteFile(p, data, 0o644))
-		sum := sha256.Sum256(data)
-		w.files[comp], w.sums[comp] = p, hex.EncodeToString(sum[:])
-		ims = append(ims, fwimage.Image{Digest: "sha256:" + w.sums[comp], Path: p, Name: comp + " " + v})
-	}
-	w.images, err = fwimage.New(ims, fwimage.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, Clock: clk})
-	require.NoError(t, err)
-	w.images.Serve()
-	t.Cleanup(func() { w.images.Close() })
+	im := fwimagetest.Serve(t, clk, 0, versionsTo)
+	w := &world{t: t, clk: clk, images: im.Server, roots: im.Roots, files: im.Files, sums: im.Sums}
+	roots := im.Roots
 
 	f := exampleFleet(t)
 	src := fleettest.TraySource(f, "ma/r01/compute-03", clk)
 	cfg.Name, cfg.User, cfg.Password, cfg.ImageRootCAs = bmcName, user, pass, roots
+	var err error
 	w.srv, err = bmc.Serve(bmc.New(cfg, src), "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { w.srv.Close() })
