@@ -18,7 +18,6 @@ package fwrollout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -161,11 +160,9 @@ type TrayRecord struct {
 	Error   string            `json:"error,omitempty"`
 }
 
-// Result is what a rollout did.
+// Result is what a rollout did, stage by stage.
 type Result struct {
 	Stages []StageResult
-	// Stopped is the error that stopped it (nil: every stage passed).
-	Stopped error
 }
 
 // StageResult is one stage's outcome.
@@ -221,7 +218,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		sr, err := r.stage(ctx, st)
 		res.Stages = append(res.Stages, sr)
 		if err != nil {
-			res.Stopped = err
 			return res, err
 		}
 	}
@@ -294,11 +290,11 @@ func (r *rollout) stage(ctx context.Context, st *firmware.Stage) (StageResult, e
 		return sr, r.stageEnd(st, sr, err)
 	}
 	sr.Trays = r.trays(ctx, st)
-	var errs []error
+	var failed []string
 	for _, t := range sr.Trays {
 		if t.Error != "" {
 			sr.Failed = append(sr.Failed, t.Tray)
-			errs = append(errs, errors.New(t.Error))
+			failed = append(failed, t.Error)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -306,19 +302,11 @@ func (r *rollout) stage(ctx context.Context, st *firmware.Stage) (StageResult, e
 	}
 	updated, err := r.release(ctx, st, sr)
 	sr.Updated = updated
-	if err == nil && len(errs) > 0 {
+	if err == nil && len(failed) > 0 {
 		err = fmt.Errorf("stage %d: %d of %d tray(s) failed, the rollout stops after this stage (their nodes stay held by %s; the others moved to %s):\n  %s",
-			st.Number, len(errs), len(sr.Trays), stageOwner(st), BurninOwner(r.cfg.Plan), strings.Join(errorLines(errs), "\n  "))
+			st.Number, len(failed), len(sr.Trays), stageOwner(st), BurninOwner(r.cfg.Plan), strings.Join(failed, "\n  "))
 	}
 	return sr, r.stageEnd(st, sr, err)
-}
-
-func errorLines(errs []error) []string {
-	out := make([]string, len(errs))
-	for i, e := range errs {
-		out[i] = e.Error()
-	}
-	return out
 }
 
 // stageEnd journals the stage's end (err nil: passed) and returns err.
