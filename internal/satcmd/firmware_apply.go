@@ -352,6 +352,7 @@ func findImages(dir string, p *firmware.Plan, only []int) (map[string]string, er
 	}
 	out := map[string]string{}
 	var missing []string
+	seen := map[string]bool{}
 	for _, st := range p.Stages {
 		if only != nil && !slices.Contains(only, st.Number) {
 			continue
@@ -362,9 +363,9 @@ func findImages(dir string, p *firmware.Plan, only []int) (map[string]string, er
 				switch {
 				case ok:
 					out[u.SHA256] = path
-				case !slices.Contains(missing, u.SHA256):
-					missing = append(missing, u.SHA256)
-					missing[len(missing)-1] = fmt.Sprintf("%s %s (sha256:%s, %s)", u.Component, u.To, u.SHA256, cmp.Or(u.URI, "no URI in the baseline"))
+				case !seen[u.SHA256]:
+					seen[u.SHA256] = true
+					missing = append(missing, fmt.Sprintf("%s %s (sha256:%s, %s)", u.Component, u.To, u.SHA256, cmp.Or(u.URI, "no URI in the baseline")))
 				}
 			}
 		}

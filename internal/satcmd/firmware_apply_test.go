@@ -489,3 +489,69 @@ func (s *fwSite) cut(t *testing.T, stages []int, n int) (string, *fwSite) {
 	c.p = p
 	return file, &c
 }
+
+// Bad flags are refused before anything is read, each naming what to
+// give instead.
+func TestFirmwareApplyBadFlags(t *testing.T) {
+	base := []string{"firmware", "apply", "--contracts", exampleDir}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--site", "s", "--images", "i", "--evidence", "e"}, "--plan is required"},
+		{[]string{"--plan", "p", "--images", "i", "--evidence", "e"}, "--site is required"},
+		{[]string{"--plan", "p", "--site", "s", "--evidence", "e"}, "--images DIR is required"},
+		{[]string{"--plan", "p", "--site", "s", "--images", "i"}, "give --evidence DIR (a new rollout) or --resume DIR"},
+		{[]string{"--plan", "p", "--site", "s", "--images", "i", "--evidence", "e", "--resume", "e"}, "give --evidence DIR (a new rollout) or --resume DIR"},
+		{[]string{"--plan", "p", "--site", "s", "--dry-run", "--evidence", "e"}, "--dry-run writes no evidence"},
+		{[]string{"--plan", "p", "--site", "s", "--images", "i", "--evidence", "e", "--lifecycle", "x.db"}, "--lifecycle needs --lifecycle-key"},
+		{[]string{"--plan", "p", "--site", "s", "--images", "i", "--evidence", "e", "--scheduler", "pbs"}, `--scheduler "pbs": slurm, kubernetes or none`},
+		{[]string{"--plan", "p", "--site", "s", "--images", "i", "--evidence", "e", "--tls-cert", "c.pem"}, "give both --tls-cert and --tls-key"},
+		{[]string{"--plan", "p", "--site", "s", "--images", "i", "--evidence", "e", "--stages", "3-1"}, `--stages: "3-1" is not a stage number or range`},
+	} {
+		code, _, stderr := sat(t, append(base, tc.args...)...)
+		assert.Equal(t, 1, code, "%v: %s", tc.args, stderr)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+	}
+}
+
+// What apply checks before it reads a BMC: a baseline changed since the
+// plan, a baseline not signed as it is, an image missing from --images.
+// Each is refused (exit 1), naming what to do; nothing is started.
+func TestFirmwareApplyRefusesBeforeStarting(t *testing.T) {
+	baseline := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(exampleDir, "firmware", "baseline.cue"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(baseline, "baseline.cue"), src, 0o644))
+	key, pub := sshKey(t)
+	text, err := os.ReadFile(pub)
+	require.NoError(t, err)
+	allowed := filepath.Join(t.TempDir(), "allowed_signers")
+	require.NoError(t, os.WriteFile(allowed, []byte(`GPUWorks namespaces="seam-contract" `+string(text)), 0o644))
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	code, _, stderr := sat(t, "firmware", "plan", "--contracts", exampleDir, "--baseline", baseline, "--discovery", exampleDiscovery(t, "", nil),
+		"--module", "ma", "--format", "json", "-o", plan)
+	require.Equal(t, 0, code, stderr)
+	apply := func(extra ...string) (int, string) {
+		code, _, stderr := sat(t, append([]string{"firmware", "apply", "--contracts", exampleDir, "--baseline", baseline, "--plan", plan,
+			"--site", t.TempDir(), "--images", t.TempDir(), "--allowed-signers", allowed, "--evidence", filepath.Join(t.TempDir(), "ev")}, extra...)...)
+		return code, stderr
+	}
+
+	code, stderr = apply()
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "is not signed as its policy requires, so nothing is applied:\n  GPUWorks: missing")
+
+	code, _, stderr = sat(t, "firmware", "sign", "--contracts", exampleDir, "--baseline", baseline, "--party", "GPUWorks", "--key", key, "--allowed-signers", allowed)
+	require.Equal(t, 0, code, stderr)
+	code, stderr = apply()
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "holds no file with the digest of 4 image(s) the plan needs: bmc 25.09-2 (sha256:9f8f3a9f")
+	assert.Contains(t, stderr, "put the vendor's images there")
+
+	// the baseline changed since the plan
+	require.NoError(t, os.WriteFile(filepath.Join(baseline, "baseline.cue"), []byte(strings.Replace(string(src), `"2.1.0"`, `"2.1.1"`, 1)), 0o644))
+	code, stderr = apply()
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "the baseline changed since; make the plan again (sat firmware plan)")
+}
