@@ -26,6 +26,8 @@ import (
 	"github.com/seamdc/seam/internal/firmware"
 	"github.com/seamdc/seam/internal/hold"
 	"github.com/seamdc/seam/internal/lifecycle"
+	"github.com/seamdc/seam/internal/peer"
+	"github.com/seamdc/seam/internal/peer/slurmtest"
 	"github.com/seamdc/seam/internal/redfish/bmc"
 	"github.com/seamdc/seam/internal/sim"
 )
@@ -194,6 +196,48 @@ func TestFirmwareApplyOnTheSimulatedSite(t *testing.T) {
 	t.Run("stage by stage", func(t *testing.T) { fwStageByStage(t, s, key, trust) })
 	t.Run("a failed update stops the rollout", func(t *testing.T) { fwFailedStage(t, s, key, trust) })
 	t.Run("kill -9 at random moments", func(t *testing.T) { fwKilled(t, s, key, trust) })
+	t.Run("through Slurm", func(t *testing.T) { fwThroughSlurm(t, s, key) })
+}
+
+// Stage 16 (cut to three compute trays and a switch tray) through a real
+// Slurm, a slurmd for each of its nodes: a job runs on one of them. The
+// stage drains its nodes, waits for the job to end (it is not killed),
+// updates the trays, and leaves its nodes drained by the burn-in hold,
+// the reason naming it.
+func fwThroughSlurm(t *testing.T, s *fwSite, key string) {
+	plan, cut := s.cut(t, []int{16}, 3)
+	var nodes []slurmtest.Node
+	var names []string
+	for _, n := range cut.p.Stages[15].Nodes {
+		nodes = append(nodes, slurmtest.Node{Name: n.Name, Run: true})
+		names = append(names, n.Name)
+	}
+	require.Len(t, nodes, 3)
+	cl := slurmtest.Start(t, slurmtest.Config{Nodes: nodes})
+	// srun allocates at once (sbatch waits for the scheduler's next pass)
+	srun := exec.Command(peer.Need(t, "srun"), "-w", names[0], "sleep", "5")
+	srun.Env = append(os.Environ(), cl.Env()...)
+	require.NoError(t, srun.Start())
+	t.Cleanup(func() { _ = srun.Wait() })
+	var job string
+	require.Eventually(t, func() bool {
+		job = strings.TrimSpace(cl.Must("squeue", "-h", "-t", "R", "-w", names[0], "-o", "%i"))
+		return job != ""
+	}, time.Minute, 50*time.Millisecond, "srun's job runs on %s", names[0])
+	code, stdout, stderr := sat(t, "firmware", "apply", "--contracts", exampleDir, "--baseline", s.baseline, "--plan", plan, "--site", s.site,
+		"--images", s.images, "--allowed-signers", s.allowed, "--stages", "16", "--evidence", filepath.Join(t.TempDir(), "ev"), "--sign-key", key,
+		"--scheduler", "slurm", "--slurm-conf", cl.Conf, "--jobs-deadline", "24h")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "stage 16: firmware:"+s.p.Rollout+"-s16 holds 3 node(s) (3 drained, 0 drained already)")
+	assert.Regexp(t, `stage 16: waiting up to 24h0m0s for 1 job\(s\) to leave its drained nodes: `+job+`@`+names[0], stdout)
+	assert.Contains(t, stdout, "stage 16: the jobs have left its nodes after ")
+	assert.Equal(t, cut.once(16), cut.updates(16))
+	assert.Empty(t, strings.TrimSpace(cl.Must("squeue", "-h", "-j", job, "-o", "%T")), "the job ended by itself")
+	for _, n := range names {
+		show := cl.Must("scontrol", "show", "node", n)
+		assert.Contains(t, show, "DRAIN", n)
+		assert.Contains(t, show, "burnin:"+s.p.Rollout, "%s: its reason names the hold", n)
+	}
 }
 
 // Stage 1 (the canary rack), the ledger kept in the lifecycle store and
