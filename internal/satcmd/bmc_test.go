@@ -1,9 +1,7 @@
 package satcmd
 
 import (
-	"bufio"
 	"errors"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -11,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,45 +53,19 @@ func TestBMCRotateKilledAtRandomMoments(t *testing.T) {
 	rotate := func(kill func(rotating <-chan struct{}) time.Duration) (exit error, killedAfter, took time.Duration) {
 		ev := filepath.Join(t.TempDir(), "ev")
 		bundles = append(bundles, ev)
-		cmd := exec.Command(bin, "bmc", "rotate", "--site", site, "--parallel", "8", "--evidence", ev,
+		p := startSat(t, bin, "rotating ", "bmc", "rotate", "--site", site, "--parallel", "8", "--evidence", ev,
 			"--sign-key", key, "--by", "test", "-v")
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		rotating := make(chan struct{})
-		var began time.Time
-		var out strings.Builder
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			seen := false
-			for sc.Scan() {
-				out.WriteString(sc.Text() + "\n")
-				if !seen && strings.HasPrefix(sc.Text(), "rotating ") {
-					seen = true
-					began = time.Now()
-					close(rotating)
-				}
-			}
-			_, _ = io.Copy(io.Discard, stdout)
-		})
-		exited := make(chan error, 1)
-		go func() { wg.Wait(); exited <- cmd.Wait() }()
 		if kill != nil {
-			wait := kill(rotating)
-			select {
-			case exit = <-exited:
-			case <-time.After(wait):
-				_ = cmd.Process.Kill() // SIGKILL
-				exit, killedAfter = <-exited, wait
+			wait := kill(p.ready)
+			var killed bool
+			if killed, exit = p.killAfter(wait); killed {
+				killedAfter = wait
 			}
 		} else {
-			exit = <-exited
-			took = time.Since(began)
+			exit = <-p.exited
+			took = time.Since(p.readyAt)
 		}
-		printed.WriteString(out.String() + stderr.String())
+		printed.WriteString(p.output())
 		for _, s := range fileSecrets(t, secretsPath) {
 			secrets[s] = true
 		}

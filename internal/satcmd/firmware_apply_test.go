@@ -1,7 +1,6 @@
 package satcmd
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -419,45 +418,19 @@ func fwKilled(t *testing.T, s *fwSite, key, trust string) {
 		} else {
 			args = append(args, "--evidence", ev)
 		}
-		cmd := exec.Command(bin, args...)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		started := make(chan struct{})
-		var out strings.Builder
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			sc := bufio.NewScanner(stdout)
-			seen := false
-			for sc.Scan() {
-				out.WriteString(sc.Text() + "\n")
-				if !seen && strings.HasPrefix(sc.Text(), "images served at ") {
-					seen = true
-					close(started)
-				}
-			}
-		})
-		exited := make(chan error, 1)
-		go func() { wg.Wait(); exited <- cmd.Wait() }()
-		var err2 error
+		p := startSat(t, bin, "images served at ", args...)
+		var err error
 		select {
-		case err2 = <-exited:
-		case <-started:
+		case err = <-p.exited:
+		case <-p.ready:
 			if kill == 0 {
-				err2 = <-exited
-				break
-			}
-			select {
-			case err2 = <-exited:
-			case <-time.After(kill):
-				_ = cmd.Process.Kill() // SIGKILL
-				err2 = <-exited
+				err = <-p.exited
+			} else {
+				_, err = p.killAfter(kill)
 			}
 		}
-		printed.WriteString(out.String() + stderr.String())
-		return err2
+		printed.WriteString(p.output())
+		return err
 	}
 	kills, bundles, window := 0, []string{ev}, 400*time.Millisecond
 	for kills < 20 {
